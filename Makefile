@@ -1,0 +1,55 @@
+# durableraft — see README.md. Every target works on a machine with only Go;
+# TLC parts need Java and tla2tools.jar and are skipped (one line) without them.
+GO      ?= go
+PKGS    := ./...
+BIN     := bin
+
+.PHONY: all build test test-go test-race test-tlc check run explore tlc bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## check: formatting and vet.
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## test: what CI runs (.ci/run). Unit, table, scenario and fuzz-corpus tests,
+## the race detector on packages with goroutines, small explorations of both
+## spec profiles, and the TLC cross-checks when TLC is available.
+test: check test-go test-race test-tlc
+
+test-go:
+	$(GO) test -count=1 $(PKGS)
+
+# Packages that start goroutines run again under the race detector.
+RACE_PKGS := $(shell $(GO) list -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./impl/... ./cmd/... 2>/dev/null)
+test-race:
+	@if [ -n "$(RACE_PKGS)" ]; then $(GO) test -count=1 -race $(RACE_PKGS); else echo "test-race: no packages with goroutines yet"; fi
+
+test-tlc:
+	@./tla/tlc.sh test
+
+## run: the project's main job. Until raftd exists: the explorer on a small
+## model of each profile, saying what it checked.
+run: build
+	$(BIN)/raftspec explore -profile raft -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2
+	$(BIN)/raftspec explore -profile durable -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1
+
+## explore: the documented exhaustive bounds (docs/explorer.md); override with ARGS=...
+ARGS ?= -profile durable -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1 -workers 2
+explore: build
+	$(BIN)/raftspec explore $(ARGS)
+
+## tlc: every TLC model check and trace validation (needs Java + tla2tools.jar).
+tlc:
+	@./tla/tlc.sh all
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+clean:
+	rm -rf $(BIN)

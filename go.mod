@@ -1,0 +1,3 @@
+module github.com/durableraft/durableraft
+
+go 1.26.8
