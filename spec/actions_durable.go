@@ -1,0 +1,87 @@
+package spec
+
+// The actions only profile durable has. docs/durable-raft.md explains each.
+
+// Flush is group commit: one fdatasync covers everything appended so far.
+//
+//	Flush(i) ==
+//	    /\ durableLen[i] < Len(log[i])
+//	    /\ durableLen' = [durableLen EXCEPT ![i] = Len(log[i])]
+//	    /\ UNCHANGED <<everything else>>
+func (m *Model) Flush(s *State, i ServerID, emit Emit) {
+	if int(s.DurableLen[i]) >= s.Log[i].Len() {
+		return
+	}
+	n := *s
+	n.DurableLen[i] = uint8(s.Log[i].Len())
+	emit(&n, Label{Action: ActFlush, I: i})
+}
+
+// Crash replaces raft.tla's Restart: server i loses its volatile state and
+// the disk keeps some prefix of its log between the durable prefix and the
+// whole log (unsynced writes may survive entirely, in part, or not at all).
+// What survives is durable after recovery. currentTerm, votedFor,
+// learnedCommit, verdict and truncatedAtTerm are durable hard state.
+//
+//	Crash(i) ==
+//	    /\ crashesLeft > 0
+//	    /\ \E k \in durableLen[i]..Len(log[i]) :
+//	          /\ log'        = [log EXCEPT ![i] = SubSeq(log[i], 1, k)]
+//	          /\ durableLen' = [durableLen EXCEPT ![i] = k]
+//	    /\ crashesLeft' = crashesLeft - 1
+//	    /\ (volatile state reset as in Restart(i))
+func (m *Model) Crash(s *State, i ServerID, emit Emit) {
+	if s.CrashesLeft == 0 {
+		return
+	}
+	for k := int(s.DurableLen[i]); k <= s.Log[i].Len(); k++ {
+		n := *s
+		m.resetVolatile(&n, i)
+		n.Log[i] = s.Log[i].Prefix(k)
+		n.DurableLen[i] = uint8(k)
+		n.CrashesLeft = s.CrashesLeft - 1
+		emit(&n, Label{Action: ActCrash, I: i, Cut: uint8(k)})
+	}
+}
+
+// Corrupt is a restart whose recovery finds the log broken inside its
+// durable prefix: the log is cut at some index below durableLen[i] and the
+// verdict becomes TRUNCATED, remembering the term in which it happened.
+// The environment corrupts fewer than a quorum of members at once (the
+// budget the safety properties allow).
+//
+//	Corrupt(i) ==
+//	    /\ corruptionsLeft > 0
+//	    /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
+//	          <= Cardinality(Server)
+//	    /\ \E k \in 0..(durableLen[i] - 1) :
+//	          /\ log'        = [log EXCEPT ![i] = SubSeq(log[i], 1, k)]
+//	          /\ durableLen' = [durableLen EXCEPT ![i] = k]
+//	    /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
+//	    /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = currentTerm[i]]
+//	    /\ corruptionsLeft' = corruptionsLeft - 1
+//	    /\ (volatile state reset as in Restart(i))
+func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
+	if s.CorruptionsLeft == 0 || s.DurableLen[i] == 0 {
+		return
+	}
+	var truncated ServerSet
+	for _, k := range m.servers {
+		if s.Verdict[k] == Truncated {
+			truncated = truncated.With(k)
+		}
+	}
+	if truncated.With(i).Len()*2 > len(m.servers) {
+		return
+	}
+	for k := 0; k < int(s.DurableLen[i]); k++ {
+		n := *s
+		m.resetVolatile(&n, i)
+		n.Log[i] = s.Log[i].Prefix(k)
+		n.DurableLen[i] = uint8(k)
+		n.Verdict[i] = Truncated
+		n.TruncatedAtTerm[i] = s.CurrentTerm[i]
+		n.CorruptionsLeft = s.CorruptionsLeft - 1
+		emit(&n, Label{Action: ActCorrupt, I: i, Cut: uint8(k)})
+	}
+}

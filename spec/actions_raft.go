@@ -1,0 +1,543 @@
+package spec
+
+import "fmt"
+
+// This file transliterates the actions of raft.tla (Ongaro, 2014), one Go
+// function per TLA+ operator, each quoting the operator it implements. Where
+// profile durable changes an action, the change is marked "durable:" and
+// explained in docs/durable-raft.md; the actions only the durable profile
+// has are in actions_durable.go.
+
+// resetVolatile is the part of Restart(i) that Crash and Corrupt share:
+//
+//	/\ state'          = [state EXCEPT ![i] = Follower]
+//	/\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
+//	/\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
+//	/\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
+//	/\ nextIndex'      = [nextIndex EXCEPT ![i] = [j \in Server |-> 1]]
+//	/\ matchIndex'     = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
+//	/\ commitIndex'    = [commitIndex EXCEPT ![i] = 0]
+func (m *Model) resetVolatile(n *State, i ServerID) {
+	n.State[i] = Follower
+	n.VotesResponded[i] = 0
+	n.VotesGranted[i] = 0
+	n.VoterLog[i] = VoterLog{}
+	for _, j := range m.servers {
+		n.NextIndex[i][j] = 1
+		n.MatchIndex[i][j] = 0
+	}
+	n.CommitIndex[i] = 0
+}
+
+// Restart is raft.tla's Restart(i): server i restarts from stable storage,
+// losing everything but its currentTerm, votedFor and log.
+//
+//	Restart(i) == ... (see resetVolatile)
+//	    /\ UNCHANGED <<messages, currentTerm, votedFor, log, elections>>
+//
+// Profile durable replaces it with Crash, which can also lose the unsynced
+// suffix of the log.
+func (m *Model) Restart(s *State, i ServerID, emit Emit) {
+	n := *s
+	m.resetVolatile(&n, i)
+	emit(&n, Label{Action: ActRestart, I: i})
+}
+
+// Timeout is raft.tla's Timeout(i): server i times out and starts a new
+// election.
+//
+//	Timeout(i) == /\ state[i] \in {Follower, Candidate}
+//	              /\ state' = [state EXCEPT ![i] = Candidate]
+//	              /\ currentTerm' = [currentTerm EXCEPT ![i] = currentTerm[i] + 1]
+//	              /\ votedFor' = [votedFor EXCEPT ![i] = Nil]
+//	              /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
+//	              /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
+//	              /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
+//	              /\ UNCHANGED <<messages, leaderVars, logVars>>
+func (m *Model) Timeout(s *State, i ServerID, emit Emit) {
+	if s.State[i] != Follower && s.State[i] != Candidate {
+		return
+	}
+	n := *s
+	n.State[i] = Candidate
+	n.CurrentTerm[i] = s.CurrentTerm[i] + 1
+	n.VotedFor[i] = Nil
+	n.VotesResponded[i] = 0
+	n.VotesGranted[i] = 0
+	n.VoterLog[i] = VoterLog{}
+	emit(&n, Label{Action: ActTimeout, I: i})
+}
+
+// advertisedLog is the log whose last term and length a candidate
+// advertises in RequestVote, and the log a voter compares it with.
+//
+// raft.tla: log[i]. durable: the durable prefix SubSeq(log[i], 1,
+// durableLen[i]) — a member may only claim what survives a crash.
+func (m *Model) advertisedLog(s *State, i ServerID) Log {
+	if !m.durable() {
+		return s.Log[i]
+	}
+	return s.Log[i].Prefix(int(s.DurableLen[i]))
+}
+
+// RequestVote is raft.tla's RequestVote(i, j): candidate i sends j a
+// RequestVote request. j = i is allowed, as in raft.tla.
+//
+//	RequestVote(i, j) ==
+//	    /\ state[i] = Candidate
+//	    /\ j \notin votesResponded[i]
+//	    /\ Send([mtype         |-> RequestVoteRequest,
+//	             mterm         |-> currentTerm[i],
+//	             mlastLogTerm  |-> LastTerm(log[i]),
+//	             mlastLogIndex |-> Len(log[i]),
+//	             msource       |-> i,
+//	             mdest         |-> j])
+//	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
+//
+// durable: the candidate advertises its durable tip,
+// LastTerm(SubSeq(log[i], 1, durableLen[i])) and durableLen[i].
+func (m *Model) RequestVote(s *State, i, j ServerID, emit Emit) {
+	if s.State[i] != Candidate || s.VotesResponded[i].Has(j) {
+		return
+	}
+	adv := m.advertisedLog(s, i)
+	lastLogTerm, lastLogIndex := adv.LastTerm(), uint8(adv.Len())
+	if m.durable() {
+		switch {
+		case m.Has(BugCandidateAdvertisesAppended):
+			lastLogTerm, lastLogIndex = s.Log[i].LastTerm(), uint8(s.Log[i].Len())
+		case m.Has(BugCandidateAdvertisesLearned):
+			lastLogIndex = max(lastLogIndex, s.LearnedCommit[i])
+		}
+	}
+	n := *s
+	n.Send(Message{
+		Mtype:         RequestVoteRequest,
+		Mterm:         s.CurrentTerm[i],
+		MlastLogTerm:  lastLogTerm,
+		MlastLogIndex: lastLogIndex,
+		Msource:       i,
+		Mdest:         j,
+	})
+	emit(&n, Label{Action: ActRequestVote, I: i, J: j})
+}
+
+// AppendEntries is raft.tla's AppendEntries(i, j): leader i sends j an
+// AppendEntries request containing up to 1 entry.
+//
+//	AppendEntries(i, j) ==
+//	    /\ i /= j
+//	    /\ state[i] = Leader
+//	    /\ LET prevLogIndex == nextIndex[i][j] - 1
+//	           prevLogTerm == IF prevLogIndex > 0 THEN log[i][prevLogIndex].term ELSE 0
+//	           lastEntry == Min({Len(log[i]), nextIndex[i][j]})
+//	           entries == SubSeq(log[i], nextIndex[i][j], lastEntry)
+//	       IN Send([mtype          |-> AppendEntriesRequest,
+//	                mterm          |-> currentTerm[i],
+//	                mprevLogIndex  |-> prevLogIndex,
+//	                mprevLogTerm   |-> prevLogTerm,
+//	                mentries       |-> entries,
+//	                mlog           |-> log[i],
+//	                mcommitIndex   |-> Min({commitIndex[i], lastEntry}),
+//	                msource        |-> i,
+//	                mdest          |-> j])
+//	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
+//
+// durable: the message also carries mleaderCommit |-> commitIndex[i], the
+// commit index before the clamp, from which followers learn.
+func (m *Model) AppendEntries(s *State, i, j ServerID, emit Emit) {
+	if i == j || s.State[i] != Leader {
+		return
+	}
+	log := s.Log[i]
+	next := int(s.NextIndex[i][j])
+	prevLogIndex := next - 1
+	assert(prevLogIndex <= log.Len(), "AppendEntries(%v, %v): nextIndex %d beyond Len(log) %d", i, j, next, log.Len())
+	var prevLogTerm uint8
+	if prevLogIndex > 0 {
+		prevLogTerm = log.Term(prevLogIndex)
+	}
+	lastEntry := min(log.Len(), next)
+	msg := Message{
+		Mtype:         AppendEntriesRequest,
+		Mterm:         s.CurrentTerm[i],
+		MprevLogIndex: uint8(prevLogIndex),
+		MprevLogTerm:  prevLogTerm,
+		Mentries:      log.SubSeq(next, lastEntry),
+		Mlog:          log,
+		McommitIndex:  min(s.CommitIndex[i], uint8(lastEntry)),
+		Msource:       i,
+		Mdest:         j,
+	}
+	if m.durable() {
+		msg.MleaderCommit = s.CommitIndex[i]
+	}
+	n := *s
+	n.Send(msg)
+	emit(&n, Label{Action: ActAppendEntries, I: i, J: j})
+}
+
+// BecomeLeader is raft.tla's BecomeLeader(i): candidate i transitions to
+// leader.
+//
+//	BecomeLeader(i) ==
+//	    /\ state[i] = Candidate
+//	    /\ votesGranted[i] \in Quorum
+//	    /\ state'      = [state EXCEPT ![i] = Leader]
+//	    /\ nextIndex'  = [nextIndex EXCEPT ![i] = [j \in Server |-> Len(log[i]) + 1]]
+//	    /\ matchIndex' = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
+//	    /\ elections'  = elections \cup
+//	                         {[eterm     |-> currentTerm[i],
+//	                           eleader   |-> i,
+//	                           elog      |-> log[i],
+//	                           evotes    |-> votesGranted[i],
+//	                           evoterLog |-> voterLog[i]]}
+//	    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, logVars>>
+//
+// durable: the promotion fence, PromotionFenceOpen(i): a TRUNCATED member,
+// or one whose durable log is shorter than what it learned as committed,
+// cannot become leader.
+func (m *Model) BecomeLeader(s *State, i ServerID, emit Emit) {
+	if s.State[i] != Candidate || !m.Quorum(s.VotesGranted[i]) {
+		return
+	}
+	if m.durable() && !m.Has(BugNoPromotionFence) && !PromotionFenceOpen(s, i) {
+		return
+	}
+	n := *s
+	n.State[i] = Leader
+	for _, j := range m.servers {
+		n.NextIndex[i][j] = uint8(s.Log[i].Len() + 1)
+		n.MatchIndex[i][j] = 0
+	}
+	n.Elections = insertSorted(s.Elections, Election{
+		Eterm:     s.CurrentTerm[i],
+		Eleader:   i,
+		Elog:      s.Log[i],
+		Evotes:    s.VotesGranted[i],
+		EvoterLog: s.VoterLog[i],
+	}, compareElection)
+	emit(&n, Label{Action: ActBecomeLeader, I: i})
+}
+
+// PromotionFenceOpen is the durable profile's promotion fence: i may become
+// leader only with a CLEAN verdict and a durable log that reaches what it
+// learned as committed.
+func PromotionFenceOpen(s *State, i ServerID) bool {
+	return s.Verdict[i] == Clean && s.DurableLen[i] >= s.LearnedCommit[i]
+}
+
+// ClientRequest is raft.tla's ClientRequest(i, v): leader i receives a
+// client request to add v to the log.
+//
+//	ClientRequest(i, v) ==
+//	    /\ state[i] = Leader
+//	    /\ LET entry == [term  |-> currentTerm[i], value |-> v]
+//	           newLog == Append(log[i], entry)
+//	       IN  log' = [log EXCEPT ![i] = newLog]
+//	    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, commitIndex>>
+func (m *Model) ClientRequest(s *State, i ServerID, v uint8, emit Emit) {
+	if s.State[i] != Leader {
+		return
+	}
+	n := *s
+	n.Log[i] = s.Log[i].Append(Entry{Term: s.CurrentTerm[i], Value: v})
+	emit(&n, Label{Action: ActClientRequest, I: i, Value: v})
+}
+
+// AdvanceCommitIndex is raft.tla's AdvanceCommitIndex(i): leader i advances
+// its commitIndex.
+//
+//	AdvanceCommitIndex(i) ==
+//	    /\ state[i] = Leader
+//	    /\ LET Agree(index) == {i} \cup {k \in Server : matchIndex[i][k] >= index}
+//	           agreeIndexes == {index \in 1..Len(log[i]) : Agree(index) \in Quorum}
+//	           newCommitIndex ==
+//	              IF /\ agreeIndexes /= {}
+//	                 /\ log[i][Max(agreeIndexes)].term = currentTerm[i]
+//	              THEN Max(agreeIndexes)
+//	              ELSE commitIndex[i]
+//	       IN commitIndex' = [commitIndex EXCEPT ![i] = newCommitIndex]
+//	    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, log>>
+//
+// durable: the leader is in Agree(index) only when index <= durableLen[i]
+// (the fix of the seed's bug-661); learnedCommit[i] follows commitIndex[i]
+// upwards; and committed records every entry the new commit index covers.
+func (m *Model) AdvanceCommitIndex(s *State, i ServerID, emit Emit) {
+	if s.State[i] != Leader {
+		return
+	}
+	log := s.Log[i]
+	agreeMax := 0
+	for index := log.Len(); index >= 1; index-- {
+		var agree ServerSet
+		if !m.durable() || m.Has(BugSelfCountsAppended) || int(s.DurableLen[i]) >= index {
+			agree = agree.With(i)
+		}
+		for _, k := range m.servers {
+			if int(s.MatchIndex[i][k]) >= index {
+				agree = agree.With(k)
+			}
+		}
+		if m.Quorum(agree) {
+			agreeMax = index
+			break
+		}
+	}
+	newCommitIndex := s.CommitIndex[i]
+	if agreeMax > 0 && log.Term(agreeMax) == s.CurrentTerm[i] {
+		newCommitIndex = uint8(agreeMax)
+	}
+	n := *s
+	n.CommitIndex[i] = newCommitIndex
+	if m.durable() {
+		n.LearnedCommit[i] = max(s.LearnedCommit[i], newCommitIndex)
+		n.Committed = recordCommitted(s.Committed, log, int(newCommitIndex), s.CurrentTerm[i])
+	}
+	emit(&n, Label{Action: ActAdvanceCommitIndex, I: i})
+}
+
+// recordCommitted is
+//
+//	committed \cup {[index |-> x, term |-> log[x].term, cterm |-> t] :
+//	                x \in {y \in 1..commit : ~\E c \in committed :
+//	                          c.index = y /\ c.term = log[y].term}}
+//
+// so each committed entry is recorded once, with the first term in which a
+// leader's commit index covered it.
+func recordCommitted(committed []CommittedEntry, log Log, commit int, term uint8) []CommittedEntry {
+	for x := 1; x <= commit; x++ {
+		t := log.Term(x)
+		known := false
+		for _, c := range committed {
+			if int(c.Index) == x && c.Term == t {
+				known = true
+				break
+			}
+		}
+		if !known {
+			committed = insertSorted(committed, CommittedEntry{Index: uint8(x), Term: t, CommitTerm: term}, compareCommitted)
+		}
+	}
+	return committed
+}
+
+// HandleRequestVoteRequest is raft.tla's HandleRequestVoteRequest(i, j, m):
+// server i receives a RequestVote request from server j with
+// m.mterm <= currentTerm[i].
+//
+//	HandleRequestVoteRequest(i, j, m) ==
+//	    LET logOk == \/ m.mlastLogTerm > LastTerm(log[i])
+//	                 \/ /\ m.mlastLogTerm = LastTerm(log[i])
+//	                    /\ m.mlastLogIndex >= Len(log[i])
+//	        grant == /\ m.mterm = currentTerm[i]
+//	                 /\ logOk
+//	                 /\ votedFor[i] \in {Nil, j}
+//	    IN /\ m.mterm <= currentTerm[i]
+//	       /\ \/ grant  /\ votedFor' = [votedFor EXCEPT ![i] = j]
+//	          \/ ~grant /\ UNCHANGED votedFor
+//	       /\ Reply([mtype        |-> RequestVoteResponse,
+//	                 mterm        |-> currentTerm[i],
+//	                 mvoteGranted |-> grant,
+//	                 mlog         |-> log[i],
+//	                 msource      |-> i,
+//	                 mdest        |-> j],
+//	                 m)
+//	       /\ UNCHANGED <<state, currentTerm, candidateVars, leaderVars, logVars>>
+//
+// durable: logOk compares with i's durable log; grant also requires
+// VoterFloorOk (the candidate's durable index reaches learnedCommit[i]) and
+// a CLEAN verdict (a TRUNCATED member grants no vote until repaired).
+func (m *Model) HandleRequestVoteRequest(s *State, i, j ServerID, msg Message, emit Emit) {
+	if msg.Mterm > s.CurrentTerm[i] {
+		return
+	}
+	mine := m.advertisedLog(s, i)
+	logOk := msg.MlastLogTerm > mine.LastTerm() ||
+		(msg.MlastLogTerm == mine.LastTerm() && int(msg.MlastLogIndex) >= mine.Len())
+	grant := msg.Mterm == s.CurrentTerm[i] && logOk && (s.VotedFor[i] == Nil || s.VotedFor[i] == j)
+	if m.durable() {
+		if !m.Has(BugNoVoterLearnedFloor) && msg.MlastLogIndex < s.LearnedCommit[i] {
+			grant = false
+		}
+		if !m.Has(BugTruncatedMemberVotes) && s.Verdict[i] == Truncated {
+			grant = false
+		}
+	}
+	n := *s
+	if grant {
+		n.VotedFor[i] = j
+	}
+	n.Reply(Message{
+		Mtype:        RequestVoteResponse,
+		Mterm:        s.CurrentTerm[i],
+		MvoteGranted: grant,
+		Mlog:         s.Log[i],
+		Msource:      i,
+		Mdest:        j,
+	}, msg)
+	emit(&n, Label{Action: ActHandleRequestVoteRequest, I: i, J: j, Msg: msg})
+}
+
+// HandleRequestVoteResponse is raft.tla's HandleRequestVoteResponse(i, j, m):
+// server i receives a RequestVote response from server j with
+// m.mterm = currentTerm[i]. It tallies votes even when i is no longer a
+// candidate; they are not looked at.
+//
+//	HandleRequestVoteResponse(i, j, m) ==
+//	    /\ m.mterm = currentTerm[i]
+//	    /\ votesResponded' = [votesResponded EXCEPT ![i] = votesResponded[i] \cup {j}]
+//	    /\ \/ /\ m.mvoteGranted
+//	          /\ votesGranted' = [votesGranted EXCEPT ![i] = votesGranted[i] \cup {j}]
+//	          /\ voterLog' = [voterLog EXCEPT ![i] = voterLog[i] @@ (j :> m.mlog)]
+//	       \/ /\ ~m.mvoteGranted
+//	          /\ UNCHANGED <<votesGranted, voterLog>>
+//	    /\ Discard(m)
+//	    /\ UNCHANGED <<serverVars, votedFor, leaderVars, logVars>>
+func (m *Model) HandleRequestVoteResponse(s *State, i, j ServerID, msg Message, emit Emit) {
+	if msg.Mterm != s.CurrentTerm[i] {
+		return
+	}
+	n := *s
+	n.VotesResponded[i] = s.VotesResponded[i].With(j)
+	if msg.MvoteGranted {
+		n.VotesGranted[i] = s.VotesGranted[i].With(j)
+		// @@ keeps the existing value when j is already in the domain.
+		if !s.VoterLog[i].Dom.Has(j) {
+			n.VoterLog[i].Dom = s.VoterLog[i].Dom.With(j)
+			n.VoterLog[i].Logs[j] = msg.Mlog
+		}
+	}
+	n.Discard(msg)
+	emit(&n, Label{Action: ActHandleRequestVoteResponse, I: i, J: j, Msg: msg})
+}
+
+// HandleAppendEntriesResponse is raft.tla's
+// HandleAppendEntriesResponse(i, j, m): server i receives an AppendEntries
+// response from server j with m.mterm = currentTerm[i].
+//
+//	HandleAppendEntriesResponse(i, j, m) ==
+//	    /\ m.mterm = currentTerm[i]
+//	    /\ \/ /\ m.msuccess \* successful
+//	          /\ nextIndex'  = [nextIndex  EXCEPT ![i][j] = m.mmatchIndex + 1]
+//	          /\ matchIndex' = [matchIndex EXCEPT ![i][j] = m.mmatchIndex]
+//	       \/ /\ \lnot m.msuccess \* not successful
+//	          /\ nextIndex' = [nextIndex EXCEPT ![i][j] = Max({nextIndex[i][j] - 1, 1})]
+//	          /\ UNCHANGED <<matchIndex>>
+//	    /\ Discard(m)
+//	    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections>>
+func (m *Model) HandleAppendEntriesResponse(s *State, i, j ServerID, msg Message, emit Emit) {
+	if msg.Mterm != s.CurrentTerm[i] {
+		return
+	}
+	n := *s
+	if msg.Msuccess {
+		n.NextIndex[i][j] = msg.MmatchIndex + 1
+		n.MatchIndex[i][j] = msg.MmatchIndex
+	} else {
+		n.NextIndex[i][j] = max(s.NextIndex[i][j]-1, 1)
+	}
+	n.Discard(msg)
+	emit(&n, Label{Action: ActHandleAppendEntriesResponse, I: i, J: j, Msg: msg})
+}
+
+// UpdateTerm is raft.tla's UpdateTerm(i, j, m): any RPC with a newer term
+// causes the recipient to advance its term first. The message stays in the
+// bag so that it can be processed further.
+//
+//	UpdateTerm(i, j, m) ==
+//	    /\ m.mterm > currentTerm[i]
+//	    /\ currentTerm'    = [currentTerm EXCEPT ![i] = m.mterm]
+//	    /\ state'          = [state       EXCEPT ![i] = Follower]
+//	    /\ votedFor'       = [votedFor    EXCEPT ![i] = Nil]
+//	    /\ UNCHANGED <<messages, candidateVars, leaderVars, logVars>>
+func (m *Model) UpdateTerm(s *State, i, j ServerID, msg Message, emit Emit) {
+	if msg.Mterm <= s.CurrentTerm[i] {
+		return
+	}
+	n := *s
+	n.CurrentTerm[i] = msg.Mterm
+	n.State[i] = Follower
+	n.VotedFor[i] = Nil
+	emit(&n, Label{Action: ActUpdateTerm, I: i, J: j, Msg: msg})
+}
+
+// DropStaleResponse is raft.tla's DropStaleResponse(i, j, m): responses with
+// stale terms are ignored.
+//
+//	DropStaleResponse(i, j, m) ==
+//	    /\ m.mterm < currentTerm[i]
+//	    /\ Discard(m)
+//	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
+func (m *Model) DropStaleResponse(s *State, i, j ServerID, msg Message, emit Emit) {
+	if msg.Mterm >= s.CurrentTerm[i] {
+		return
+	}
+	n := *s
+	n.Discard(msg)
+	emit(&n, Label{Action: ActDropStaleResponse, I: i, J: j, Msg: msg})
+}
+
+// Receive is raft.tla's Receive(m), with i = m.mdest and j = m.msource.
+//
+//	Receive(m) ==
+//	    LET i == m.mdest
+//	        j == m.msource
+//	    IN \/ UpdateTerm(i, j, m)
+//	       \/ /\ m.mtype = RequestVoteRequest
+//	          /\ HandleRequestVoteRequest(i, j, m)
+//	       \/ /\ m.mtype = RequestVoteResponse
+//	          /\ \/ DropStaleResponse(i, j, m)
+//	             \/ HandleRequestVoteResponse(i, j, m)
+//	       \/ /\ m.mtype = AppendEntriesRequest
+//	          /\ HandleAppendEntriesRequest(i, j, m)
+//	       \/ /\ m.mtype = AppendEntriesResponse
+//	          /\ \/ DropStaleResponse(i, j, m)
+//	             \/ HandleAppendEntriesResponse(i, j, m)
+func (m *Model) Receive(s *State, msg Message, emit Emit) {
+	i, j := msg.Mdest, msg.Msource
+	m.UpdateTerm(s, i, j, msg, emit)
+	switch msg.Mtype {
+	case RequestVoteRequest:
+		m.HandleRequestVoteRequest(s, i, j, msg, emit)
+	case RequestVoteResponse:
+		m.DropStaleResponse(s, i, j, msg, emit)
+		m.HandleRequestVoteResponse(s, i, j, msg, emit)
+	case AppendEntriesRequest:
+		m.HandleAppendEntriesRequest(s, i, j, msg, emit)
+	case AppendEntriesResponse:
+		m.DropStaleResponse(s, i, j, msg, emit)
+		m.HandleAppendEntriesResponse(s, i, j, msg, emit)
+	default:
+		panic(fmt.Sprintf("Receive: message with unknown mtype: %v", msg))
+	}
+}
+
+// DuplicateMessage is raft.tla's DuplicateMessage(m): the network
+// duplicates a message.
+//
+//	DuplicateMessage(m) ==
+//	    /\ Send(m)
+//	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
+func (m *Model) DuplicateMessage(s *State, msg Message, emit Emit) {
+	n := *s
+	n.Send(msg)
+	emit(&n, Label{Action: ActDuplicateMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
+}
+
+// DropMessage is raft.tla's DropMessage(m): the network drops a message.
+//
+//	DropMessage(m) ==
+//	    /\ Discard(m)
+//	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
+func (m *Model) DropMessage(s *State, msg Message, emit Emit) {
+	n := *s
+	n.Discard(msg)
+	emit(&n, Label{Action: ActDropMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
+}
+
+func assert(cond bool, format string, args ...any) {
+	if !cond {
+		panic("spec: assertion failed: " + fmt.Sprintf(format, args...))
+	}
+}

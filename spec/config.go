@@ -1,0 +1,219 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Profile selects the protocol: raft.tla itself, or raft.tla with the
+// durability extensions.
+type Profile uint8
+
+// Profiles.
+const (
+	ProfileRaft Profile = iota
+	ProfileDurable
+)
+
+func (p Profile) String() string {
+	if p == ProfileDurable {
+		return "durable"
+	}
+	return "raft"
+}
+
+// ParseProfile parses "raft" or "durable".
+func ParseProfile(s string) (Profile, error) {
+	switch s {
+	case "raft":
+		return ProfileRaft, nil
+	case "durable":
+		return ProfileDurable, nil
+	}
+	return 0, fmt.Errorf("unknown profile %q (want raft or durable)", s)
+}
+
+// Bug switches off one fix of the durable profile so that the failure it
+// prevents can be replayed. docs/durable-raft.md records, for each, the
+// smallest bounds at which the explorer finds the violation.
+type Bug uint16
+
+// The fixes that can be switched off.
+const (
+	// BugSelfCountsAppended: the leader counts itself in the commit majority
+	// at Len(log) instead of durableLen (the seed's bug-661).
+	BugSelfCountsAppended Bug = 1 << iota
+	// BugFollowerAcksAppended: a follower replies success for entries it has
+	// appended but not yet flushed.
+	BugFollowerAcksAppended
+	// BugCandidateAdvertisesLearned: a candidate advertises
+	// Max(durableLen, learnedCommit) as its last log index (the seed's
+	// over-advertisement).
+	BugCandidateAdvertisesLearned
+	// BugCandidateAdvertisesAppended: a candidate advertises its whole log,
+	// synced or not, as raft.tla does.
+	BugCandidateAdvertisesAppended
+	// BugNoVoterLearnedFloor: a voter does not require the candidate's
+	// durable index to reach what the voter learned as committed.
+	BugNoVoterLearnedFloor
+	// BugNoPromotionFence: a TRUNCATED member, or one whose durable log is
+	// below what it learned as committed, may become leader.
+	BugNoPromotionFence
+	// BugTruncatedMemberVotes: a TRUNCATED member grants votes.
+	BugTruncatedMemberVotes
+	// BugReleaseAtLeaderCommit: the fence releases as soon as the member's
+	// durable match reaches the commit index of the AppendEntries it
+	// accepts, whatever that leader's term.
+	BugReleaseAtLeaderCommit
+
+	bugEnd
+)
+
+var bugNames = map[Bug]string{
+	BugSelfCountsAppended:          "self-counts-appended",
+	BugFollowerAcksAppended:        "follower-acks-appended",
+	BugCandidateAdvertisesLearned:  "candidate-advertises-learned",
+	BugCandidateAdvertisesAppended: "candidate-advertises-appended",
+	BugNoVoterLearnedFloor:         "no-voter-learned-floor",
+	BugNoPromotionFence:            "no-promotion-fence",
+	BugTruncatedMemberVotes:        "truncated-member-votes",
+	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
+}
+
+func (b Bug) String() string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		if b&bit != 0 {
+			names = append(names, bugNames[bit])
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// AllBugs lists every switch by name.
+func AllBugs() []string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		names = append(names, bugNames[bit])
+	}
+	return names
+}
+
+// ParseBugs parses a comma-separated list of bug names.
+func ParseBugs(s string) (Bug, error) {
+	var b Bug
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		found := false
+		for bit, n := range bugNames {
+			if n == name {
+				b |= bit
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("unknown bug %q (known: %s)", name, strings.Join(AllBugs(), ", "))
+		}
+	}
+	return b, nil
+}
+
+// Config is the model's constants and the explorer's bounds.
+type Config struct {
+	Profile Profile
+	Servers int // Cardinality(Server), 1..MaxServers
+	Values  int // Cardinality(Value)
+
+	// Bounds, as TLC's CONSTRAINT:
+	//   \A i \in Server : currentTerm[i] <= MaxTerm /\ Len(log[i]) <= MaxLog
+	//   \A m \in DOMAIN messages : messages[m] <= MaxDup
+	//   Cardinality(DOMAIN messages) <= MaxMsgs
+	MaxTerm, MaxLog, MaxDup, MaxMsgs int
+
+	// Budgets of the durable profile: how many Crash and Corrupt steps a
+	// behaviour may take in all. They are state (crashesLeft,
+	// corruptionsLeft), so they are fingerprinted.
+	Crashes, Corruptions int
+
+	Bugs Bug
+}
+
+// Validate checks that the constants are in range.
+func (c Config) Validate() error {
+	switch {
+	case c.Servers < 1 || c.Servers > MaxServers:
+		return fmt.Errorf("servers=%d: want 1..%d", c.Servers, MaxServers)
+	case c.Values < 1 || c.Values > 200:
+		return fmt.Errorf("values=%d: want 1..200", c.Values)
+	case c.MaxTerm < 1 || c.MaxTerm > 200:
+		return fmt.Errorf("max-term=%d: want 1..200", c.MaxTerm)
+	case c.MaxLog < 0 || c.MaxLog > 100:
+		return fmt.Errorf("max-log=%d: want 0..100", c.MaxLog)
+	case c.MaxDup < 1 || c.MaxDup > 200:
+		return fmt.Errorf("max-dup=%d: want 1..200", c.MaxDup)
+	case c.MaxMsgs < 0:
+		return fmt.Errorf("max-msgs=%d: want >= 0", c.MaxMsgs)
+	case c.Crashes < 0 || c.Crashes > 200 || c.Corruptions < 0 || c.Corruptions > 200:
+		return fmt.Errorf("crashes=%d corruptions=%d: want 0..200", c.Crashes, c.Corruptions)
+	case c.Profile == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs != 0):
+		return fmt.Errorf("profile raft has no crash or corruption budgets and no bug switches")
+	}
+	return nil
+}
+
+func (c Config) String() string {
+	s := fmt.Sprintf("profile=%v servers=%d values=%d max-term=%d max-log=%d max-dup=%d max-msgs=%d",
+		c.Profile, c.Servers, c.Values, c.MaxTerm, c.MaxLog, c.MaxDup, c.MaxMsgs)
+	if c.Profile == ProfileDurable {
+		s += fmt.Sprintf(" crashes=%d corruptions=%d", c.Crashes, c.Corruptions)
+	}
+	if c.Bugs != 0 {
+		s += " bugs=" + c.Bugs.String()
+	}
+	return s
+}
+
+// Model is a Config ready to generate states.
+type Model struct {
+	Config
+	servers []ServerID
+	values  []uint8
+}
+
+// NewModel validates the config and returns its model.
+func NewModel(c Config) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Model{Config: c}
+	for i := 1; i <= c.Servers; i++ {
+		m.servers = append(m.servers, ServerID(i))
+	}
+	for v := 1; v <= c.Values; v++ {
+		m.values = append(m.values, uint8(v))
+	}
+	return m, nil
+}
+
+// Has reports whether bug b is switched on (its fix is off).
+func (m *Model) Has(b Bug) bool { return m.Bugs&b != 0 }
+
+// durable reports whether the durable profile is in force.
+func (m *Model) durable() bool { return m.Profile == ProfileDurable }
+
+// InBounds is the CONSTRAINT: whether s is counted and explored.
+func (m *Model) InBounds(s *State) bool {
+	for _, i := range m.servers {
+		if int(s.CurrentTerm[i]) > m.MaxTerm || s.Log[i].Len() > m.MaxLog {
+			return false
+		}
+	}
+	if len(s.Messages) > m.MaxMsgs {
+		return false
+	}
+	return !slices.ContainsFunc(s.Messages, func(e BagEntry) bool { return int(e.N) > m.MaxDup })
+}

@@ -1,0 +1,310 @@
+package spec
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options tune an exploration.
+type Options struct {
+	// Workers expanding states in parallel; 0 means 1.
+	Workers int
+	// Invariant, when set, is the only invariant checked, so that verdicts
+	// compare one to one with TLC's (search order decides which invariant
+	// breaks first when several are checked).
+	Invariant string
+	// Progress, when set, receives TLC-style progress lines every
+	// ProgressEvery (default one minute, as TLC).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// MaxDistinct stops the search (result incomplete) past this many
+	// distinct states; 0 means no limit.
+	MaxDistinct int64
+}
+
+// Step is one step of a behaviour: the action that led to State (the zero
+// Label for the initial state).
+type Step struct {
+	Label Label
+	State *State
+}
+
+// Violation is an invariant that a generated state breaks, and the
+// behaviour that reaches it.
+type Violation struct {
+	Invariant string
+	Detail    string
+	Trace     []Step
+}
+
+// Result is the outcome of an exploration.
+type Result struct {
+	Distinct, Generated int64
+	Depth               int
+	Complete            bool // every reachable in-bounds state was expanded
+	Violation           *Violation
+	Reached             []Reachability
+	Elapsed             time.Duration
+}
+
+// Summary is the contract line other tools parse.
+func (r *Result) Summary(tracePath string) string {
+	line := fmt.Sprintf("distinct=%d generated=%d depth=%d", r.Distinct, r.Generated, r.Depth)
+	switch {
+	case r.Violation != nil:
+		return line + fmt.Sprintf(" result=violation invariant=%s trace=%s", r.Violation.Invariant, tracePath)
+	case !r.Complete:
+		return line + " result=incomplete"
+	}
+	return line + " result=ok"
+}
+
+type explorer struct {
+	m         *Model
+	opt       Options
+	invs      []Invariant
+	visited   fpSet
+	sometimes *sometimesTracker
+
+	generated, distinct atomic.Int64
+	queued              atomic.Int64
+
+	stop      atomic.Bool
+	mu        sync.Mutex
+	violation *pendingViolation
+}
+
+type pendingViolation struct {
+	inv, detail string
+	parentFP    uint64
+	label       Label
+	state       *State
+}
+
+// Explore enumerates the states reachable from Init breadth first, checking
+// the invariants on every generated state, under the model's bounds with
+// TLC's CONSTRAINT semantics: a successor outside the bounds is generated
+// and checked but neither counted as distinct nor explored further.
+func Explore(m *Model, opt Options) (*Result, error) {
+	invs, err := m.InvariantsFor(opt.Invariant)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = 1
+	}
+	if opt.ProgressEvery <= 0 {
+		opt.ProgressEvery = time.Minute
+	}
+	x := &explorer{m: m, opt: opt, invs: invs, sometimes: newSometimesTracker(m)}
+	start := time.Now()
+
+	init := m.Init()
+	enc := m.Encode(nil, init)
+	x.generated.Add(1)
+	x.check(init, 0, Label{})
+	level := []string{}
+	if m.InBounds(init) && x.visited.insert(Fingerprint(enc), 0) {
+		x.distinct.Add(1)
+		x.sometimes.state(m, init, 0, Label{}, Fingerprint(enc))
+		level = append(level, string(enc))
+	}
+	depth := 0
+	if len(level) > 0 {
+		depth = 1
+	}
+	done := make(chan struct{})
+	if opt.Progress != nil {
+		go x.progress(start, done)
+	}
+	complete := true
+	for len(level) > 0 && !x.stop.Load() {
+		x.queued.Store(int64(len(level)))
+		next := x.expandLevel(level)
+		if x.stop.Load() {
+			break
+		}
+		if opt.MaxDistinct > 0 && x.distinct.Load() > opt.MaxDistinct && len(next) > 0 {
+			complete = false
+			break
+		}
+		if len(next) > 0 {
+			depth++
+		}
+		level = next
+	}
+	close(done)
+	res := &Result{
+		Distinct:  x.distinct.Load(),
+		Generated: x.generated.Load(),
+		Depth:     depth,
+		Complete:  complete && x.violation == nil,
+		Elapsed:   time.Since(start),
+		Reached:   x.sometimes.results(),
+	}
+	if v := x.violation; v != nil {
+		trace, err := x.pathTo(v.parentFP)
+		if err != nil {
+			return nil, err
+		}
+		res.Violation = &Violation{Invariant: v.inv, Detail: v.detail,
+			Trace: append(trace, Step{Label: v.label, State: v.state})}
+	}
+	for k := range res.Reached {
+		if r := &res.Reached[k]; r.Found {
+			r.witnessTrace = x.witness(r)
+		}
+	}
+	return res, nil
+}
+
+// expandLevel expands every state of one BFS level with the workers and
+// returns the next level.
+func (x *explorer) expandLevel(level []string) []string {
+	var cursor atomic.Int64
+	const chunk = 64
+	outs := make([][]string, x.opt.Workers)
+	var wg sync.WaitGroup
+	for w := 0; w < x.opt.Workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var buf []byte
+			var next []string
+			for !x.stop.Load() {
+				lo := int(cursor.Add(chunk)) - chunk
+				if lo >= len(level) {
+					break
+				}
+				for _, enc := range level[lo:min(lo+chunk, len(level))] {
+					next, buf = x.expand(enc, next, buf)
+					x.queued.Add(-1)
+				}
+			}
+			outs[w] = next
+		}(w)
+	}
+	wg.Wait()
+	var next []string
+	for _, o := range outs {
+		next = append(next, o...)
+	}
+	return next
+}
+
+// expand generates the successors of one state.
+func (x *explorer) expand(enc string, next []string, buf []byte) ([]string, []byte) {
+	m := x.m
+	s, err := m.Decode(enc)
+	assert(err == nil, "decoding a queued state: %v", err)
+	parentFP := Fingerprint([]byte(enc))
+	var generated, distinct int64
+	m.Next(s, func(n *State, l Label) {
+		generated++
+		buf = m.Encode(buf[:0], n)
+		isNew := true
+		inBounds := m.InBounds(n)
+		var fp uint64
+		if inBounds {
+			fp = Fingerprint(buf)
+			isNew = x.visited.insert(fp, parentFP)
+		}
+		if inBounds {
+			x.sometimes.step(m, s, l, n, parentFP)
+		}
+		if !isNew {
+			return
+		}
+		x.check(n, parentFP, l)
+		if inBounds {
+			distinct++
+			x.sometimes.state(m, n, parentFP, l, fp)
+			next = append(next, string(buf))
+		}
+	})
+	x.generated.Add(generated)
+	x.distinct.Add(distinct)
+	return next, buf
+}
+
+// check evaluates the invariants on a generated state.
+func (x *explorer) check(s *State, parentFP uint64, l Label) {
+	for _, inv := range x.invs {
+		if detail := inv.Check(x.m, s); detail != "" {
+			x.mu.Lock()
+			if x.violation == nil {
+				x.violation = &pendingViolation{inv: inv.Name, detail: detail, parentFP: parentFP, label: l, state: s}
+			}
+			x.mu.Unlock()
+			x.stop.Store(true)
+			return
+		}
+	}
+}
+
+// pathTo rebuilds the behaviour from Init to the state with fingerprint fp
+// by walking the recorded parents back, then replaying Next forward to
+// recover each step's label and state.
+func (x *explorer) pathTo(fp uint64) ([]Step, error) {
+	init := x.m.Init()
+	if fp == 0 { // the violating state is initial
+		return nil, nil
+	}
+	var fps []uint64
+	for f := fp; f != 0; {
+		fps = append(fps, f)
+		p, ok := x.visited.parent(f)
+		if !ok {
+			return nil, fmt.Errorf("spec: fingerprint %x has no recorded parent", f)
+		}
+		f = p
+	}
+	trace := []Step{{State: init}}
+	cur := init
+	var buf []byte
+	for k := len(fps) - 2; k >= 0; k-- {
+		target := fps[k]
+		var found *Step
+		x.m.Next(cur, func(n *State, l Label) {
+			if found != nil || !x.m.InBounds(n) {
+				return
+			}
+			buf = x.m.Encode(buf[:0], n)
+			if Fingerprint(buf) == target {
+				found = &Step{Label: l, State: n}
+			}
+		})
+		if found == nil {
+			return nil, fmt.Errorf("spec: cannot replay step %d of the counterexample", len(trace))
+		}
+		trace = append(trace, *found)
+		cur = found.State
+	}
+	return trace, nil
+}
+
+func (x *explorer) progress(start time.Time, done <-chan struct{}) {
+	t := time.NewTicker(x.opt.ProgressEvery)
+	defer t.Stop()
+	n := 0
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			n++
+			mins := now.Sub(start).Minutes()
+			g, d := x.generated.Load(), x.distinct.Load()
+			fmt.Fprintf(x.opt.Progress,
+				"Progress(%d) at %s: %d states generated (%.0f s/min), %d distinct states found (%.0f ds/min), %d states left on queue.\n",
+				n, now.Format("2006-01-02 15:04:05"), g, float64(g)/mins, d, float64(d)/mins, x.queued.Load())
+		}
+	}
+}
+
+// DefaultWorkers is the number of CPUs.
+func DefaultWorkers() int { return runtime.NumCPU() }

@@ -1,0 +1,148 @@
+package spec
+
+import "fmt"
+
+// Action names a TLA+ action. The names are the TLA+ operator names; the
+// message handlers under Receive are named individually so that a trace
+// says which one ran.
+type Action uint8
+
+// Actions of raft.tla, then those the durable profile adds.
+const (
+	ActRestart Action = iota + 1
+	ActTimeout
+	ActRequestVote
+	ActBecomeLeader
+	ActClientRequest
+	ActAdvanceCommitIndex
+	ActAppendEntries
+	ActUpdateTerm
+	ActHandleRequestVoteRequest
+	ActHandleRequestVoteResponse
+	ActHandleAppendEntriesRequest
+	ActHandleAppendEntriesResponse
+	ActDropStaleResponse
+	ActDuplicateMessage
+	ActDropMessage
+	ActFlush
+	ActCrash
+	ActCorrupt
+	actionEnd
+)
+
+var actionNames = [...]string{
+	ActRestart:                     "Restart",
+	ActTimeout:                     "Timeout",
+	ActRequestVote:                 "RequestVote",
+	ActBecomeLeader:                "BecomeLeader",
+	ActClientRequest:               "ClientRequest",
+	ActAdvanceCommitIndex:          "AdvanceCommitIndex",
+	ActAppendEntries:               "AppendEntries",
+	ActUpdateTerm:                  "UpdateTerm",
+	ActHandleRequestVoteRequest:    "HandleRequestVoteRequest",
+	ActHandleRequestVoteResponse:   "HandleRequestVoteResponse",
+	ActHandleAppendEntriesRequest:  "HandleAppendEntriesRequest",
+	ActHandleAppendEntriesResponse: "HandleAppendEntriesResponse",
+	ActDropStaleResponse:           "DropStaleResponse",
+	ActDuplicateMessage:            "DuplicateMessage",
+	ActDropMessage:                 "DropMessage",
+	ActFlush:                       "Flush",
+	ActCrash:                       "Crash",
+	ActCorrupt:                     "Corrupt",
+}
+
+func (a Action) String() string {
+	if a > 0 && a < actionEnd {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("Action(%d)", a)
+}
+
+// ParseAction maps a TLA+ action name to its Action.
+func ParseAction(name string) (Action, bool) {
+	for a := Action(1); a < actionEnd; a++ {
+		if actionNames[a] == name {
+			return a, true
+		}
+	}
+	return 0, false
+}
+
+// ReceivesMessage reports whether the action consumes or copies a message of
+// the bag (the handlers under Receive, DuplicateMessage, DropMessage).
+func (a Action) ReceivesMessage() bool {
+	return a >= ActUpdateTerm && a <= ActDropMessage
+}
+
+// Branch says which disjunct of HandleAppendEntriesRequest ran.
+type Branch uint8
+
+// Branches of HandleAppendEntriesRequest.
+const (
+	BranchNone Branch = iota
+	BranchReject
+	BranchReturnToFollower
+	BranchAlreadyDone
+	BranchConflict
+	BranchAppend
+	branchEnd
+)
+
+var branchNames = [...]string{
+	BranchNone:             "",
+	BranchReject:           "reject",
+	BranchReturnToFollower: "return-to-follower",
+	BranchAlreadyDone:      "already-done",
+	BranchConflict:         "conflict",
+	BranchAppend:           "append",
+}
+
+func (b Branch) String() string {
+	if b < branchEnd {
+		return branchNames[b]
+	}
+	return fmt.Sprintf("Branch(%d)", b)
+}
+
+// ParseBranch is the inverse of Branch.String.
+func ParseBranch(s string) (Branch, bool) {
+	for b := BranchNone; b < branchEnd; b++ {
+		if branchNames[b] == s {
+			return b, true
+		}
+	}
+	return 0, false
+}
+
+// Label identifies one step: the action, its parameters, and the
+// nondeterministic choices it made. For the message actions, I is the
+// recipient (m.mdest) and J the sender (m.msource), as in Receive.
+type Label struct {
+	Action Action
+	I, J   ServerID
+	Value  uint8   // ClientRequest's v
+	Cut    uint8   // Crash and Corrupt: the length log[i] keeps
+	Msg    Message // the message of a message action
+	Branch Branch  // HandleAppendEntriesRequest's disjunct
+}
+
+func (l Label) String() string {
+	switch {
+	case l.Action == ActClientRequest:
+		return fmt.Sprintf("%v(%v, v%d)", l.Action, l.I, l.Value)
+	case l.Action == ActCrash || l.Action == ActCorrupt:
+		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
+	case l.Action == ActRequestVote || l.Action == ActAppendEntries:
+		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)
+	case l.Action.ReceivesMessage():
+		if l.Branch != BranchNone {
+			return fmt.Sprintf("%v[%v] %v", l.Action, l.Branch, l.Msg)
+		}
+		return fmt.Sprintf("%v %v", l.Action, l.Msg)
+	}
+	return fmt.Sprintf("%v(%v)", l.Action, l.I)
+}
+
+// Emit receives one successor state and the step that produced it. The
+// state belongs to the callee.
+type Emit func(succ *State, l Label)

@@ -1,0 +1,152 @@
+package spec
+
+// Next is raft.tla's Next (in profile durable, with Restart replaced by
+// Crash and with Flush and Corrupt added). It emits every successor of s,
+// one per enabled action instance, in a fixed order.
+//
+//	Next == /\ \/ \E i \in Server : Restart(i)
+//	           \/ \E i \in Server : Timeout(i)
+//	           \/ \E i,j \in Server : RequestVote(i, j)
+//	           \/ \E i \in Server : BecomeLeader(i)
+//	           \/ \E i \in Server, v \in Value : ClientRequest(i, v)
+//	           \/ \E i \in Server : AdvanceCommitIndex(i)
+//	           \/ \E i,j \in Server : AppendEntries(i, j)
+//	           \/ \E m \in DOMAIN messages : Receive(m)
+//	           \/ \E m \in DOMAIN messages : DuplicateMessage(m)
+//	           \/ \E m \in DOMAIN messages : DropMessage(m)
+//	        /\ allLogs' = allLogs \cup {log[i] : i \in Server}
+//
+// allLogs' is built from the logs of s, the pre-state, on every step.
+func (m *Model) Next(s *State, emit Emit) {
+	allLogs := m.withLogs(s.AllLogs, s)
+	out := func(n *State, l Label) {
+		n.AllLogs = allLogs
+		emit(n, l)
+	}
+	for _, i := range m.servers {
+		if m.durable() {
+			m.Crash(s, i, out)
+			m.Corrupt(s, i, out)
+			m.Flush(s, i, out)
+		} else {
+			m.Restart(s, i, out)
+		}
+	}
+	for _, i := range m.servers {
+		m.Timeout(s, i, out)
+	}
+	for _, i := range m.servers {
+		for _, j := range m.servers {
+			m.RequestVote(s, i, j, out)
+		}
+	}
+	for _, i := range m.servers {
+		m.BecomeLeader(s, i, out)
+	}
+	for _, i := range m.servers {
+		for _, v := range m.values {
+			m.ClientRequest(s, i, v, out)
+		}
+	}
+	for _, i := range m.servers {
+		m.AdvanceCommitIndex(s, i, out)
+	}
+	for _, i := range m.servers {
+		for _, j := range m.servers {
+			m.AppendEntries(s, i, j, out)
+		}
+	}
+	for _, e := range s.Messages {
+		m.Receive(s, e.M, out)
+	}
+	for _, e := range s.Messages {
+		m.DuplicateMessage(s, e.M, out)
+	}
+	for _, e := range s.Messages {
+		m.DropMessage(s, e.M, out)
+	}
+}
+
+// Step runs the one action instance that label names from s and emits the
+// successors it yields (more than one only for the choices a label does not
+// fix). It is how traces are replayed.
+func (m *Model) Step(s *State, l Label, emit Emit) {
+	allLogs := m.withLogs(s.AllLogs, s)
+	out := func(n *State, got Label) {
+		if l.Action == ActCrash || l.Action == ActCorrupt {
+			if got.Cut != l.Cut {
+				return
+			}
+		}
+		if l.Branch != BranchNone && got.Branch != l.Branch {
+			return
+		}
+		n.AllLogs = allLogs
+		emit(n, got)
+	}
+	i, j := l.I, l.J
+	switch l.Action {
+	case ActRestart:
+		if !m.durable() {
+			m.Restart(s, i, out)
+		}
+	case ActCrash:
+		if m.durable() {
+			m.Crash(s, i, out)
+		}
+	case ActCorrupt:
+		if m.durable() {
+			m.Corrupt(s, i, out)
+		}
+	case ActFlush:
+		if m.durable() {
+			m.Flush(s, i, out)
+		}
+	case ActTimeout:
+		m.Timeout(s, i, out)
+	case ActRequestVote:
+		m.RequestVote(s, i, j, out)
+	case ActBecomeLeader:
+		m.BecomeLeader(s, i, out)
+	case ActClientRequest:
+		m.ClientRequest(s, i, l.Value, out)
+	case ActAdvanceCommitIndex:
+		m.AdvanceCommitIndex(s, i, out)
+	case ActAppendEntries:
+		m.AppendEntries(s, i, j, out)
+	default:
+		if !l.Action.ReceivesMessage() || s.Count(l.Msg) == 0 {
+			return
+		}
+		msg := l.Msg
+		i, j = msg.Mdest, msg.Msource
+		switch l.Action {
+		case ActUpdateTerm:
+			m.UpdateTerm(s, i, j, msg, out)
+		case ActHandleRequestVoteRequest:
+			if msg.Mtype == RequestVoteRequest {
+				m.HandleRequestVoteRequest(s, i, j, msg, out)
+			}
+		case ActHandleRequestVoteResponse:
+			if msg.Mtype == RequestVoteResponse {
+				m.HandleRequestVoteResponse(s, i, j, msg, out)
+			}
+		case ActHandleAppendEntriesRequest:
+			if msg.Mtype == AppendEntriesRequest {
+				m.HandleAppendEntriesRequest(s, i, j, msg, out)
+			}
+		case ActHandleAppendEntriesResponse:
+			if msg.Mtype == AppendEntriesResponse {
+				m.HandleAppendEntriesResponse(s, i, j, msg, out)
+			}
+		case ActDropStaleResponse:
+			if msg.Mtype == RequestVoteResponse || msg.Mtype == AppendEntriesResponse {
+				m.DropStaleResponse(s, i, j, msg, out)
+			}
+		case ActDuplicateMessage:
+			m.DuplicateMessage(s, msg, out)
+		case ActDropMessage:
+			m.DropMessage(s, msg, out)
+		}
+	}
+}

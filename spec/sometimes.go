@@ -1,0 +1,216 @@
+package spec
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Sometimes is a reachability property ("sometimes P"): the explorer
+// reports whether some reachable in-bounds state (State) or step (Step)
+// satisfies it, so that no invariant passes vacuously. Exactly one of State
+// and Step is set.
+type Sometimes struct {
+	Name    string
+	Profile *Profile // nil: both profiles
+	Doc     string
+	State   func(m *Model, s *State) bool
+	Step    func(m *Model, pre *State, l Label, post *State) bool
+}
+
+var (
+	onlyRaft    = func() *Profile { p := ProfileRaft; return &p }()
+	onlyDurable = func() *Profile { p := ProfileDurable; return &p }()
+)
+
+func anyServer(m *Model, pred func(i ServerID) bool) bool {
+	for _, i := range m.servers {
+		if pred(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// SometimesProperties lists the reachability checks.
+var SometimesProperties = []Sometimes{
+	{Name: "LeaderElected", Doc: "some server is leader",
+		State: func(m *Model, s *State) bool {
+			return anyServer(m, func(i ServerID) bool { return s.State[i] == Leader })
+		}},
+	{Name: "EntryCommitted", Doc: "some server's commitIndex is positive",
+		State: func(m *Model, s *State) bool {
+			return anyServer(m, func(i ServerID) bool { return s.CommitIndex[i] > 0 })
+		}},
+	{Name: "FollowerLearnsCommit", Doc: "a server that is not leader has a positive commitIndex",
+		State: func(m *Model, s *State) bool {
+			return anyServer(m, func(i ServerID) bool { return s.State[i] != Leader && s.CommitIndex[i] > 0 })
+		}},
+	{Name: "ConflictTruncates", Doc: "a follower removes a conflicting entry",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActHandleAppendEntriesRequest && l.Branch == BranchConflict
+		}},
+	{Name: "DuplicateInBag", Doc: "a message is in the bag twice",
+		State: func(m *Model, s *State) bool {
+			for _, e := range s.Messages {
+				if e.N >= 2 {
+					return true
+				}
+			}
+			return false
+		}},
+	{Name: "StaleResponseDropped", Doc: "a response with a stale term is dropped",
+		Step: func(m *Model, pre *State, l Label, post *State) bool { return l.Action == ActDropStaleResponse }},
+	{Name: "TwoLeadersElected", Doc: "elections holds two records (leadership changed)",
+		State: func(m *Model, s *State) bool { return len(s.Elections) >= 2 }},
+	{Name: "RestartAfterCommit", Profile: onlyRaft, Doc: "a server restarts while some commitIndex is positive",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActRestart && anyServer(m, func(i ServerID) bool { return pre.CommitIndex[i] > 0 })
+		}},
+	{Name: "CrashAfterCommit", Profile: onlyDurable, Doc: "a server crashes after an entry was committed",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActCrash && len(pre.Committed) > 0
+		}},
+	{Name: "CrashLosesUnsynced", Profile: onlyDurable, Doc: "a crash loses appended but unsynced entries",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActCrash && int(l.Cut) < pre.Log[l.I].Len()
+		}},
+	{Name: "FollowerFlushes", Profile: onlyDurable, Doc: "a follower flushes entries it appended (its ack waited for this)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActFlush && pre.State[l.I] == Follower
+		}},
+	{Name: "LearnedAheadOfDurable", Profile: onlyDurable, Doc: "a server learned a commit index beyond its durable log (the fence's 'behind' case)",
+		State: func(m *Model, s *State) bool {
+			return anyServer(m, func(i ServerID) bool { return s.LearnedCommit[i] > s.DurableLen[i] })
+		}},
+	{Name: "MemberTruncated", Profile: onlyDurable, Doc: "a member's verdict is TRUNCATED",
+		State: func(m *Model, s *State) bool {
+			return anyServer(m, func(i ServerID) bool { return s.Verdict[i] == Truncated })
+		}},
+	{Name: "CorruptAfterCommit", Profile: onlyDurable, Doc: "a member loses durable entries after an entry was committed",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActCorrupt && len(pre.Committed) > 0
+		}},
+	{Name: "TruncatedVoterAsked", Profile: onlyDurable, Doc: "a TRUNCATED member handles a vote request",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActHandleRequestVoteRequest && pre.Verdict[l.I] == Truncated
+		}},
+	{Name: "FenceReleased", Profile: onlyDurable, Doc: "a TRUNCATED member is repaired",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return pre.Verdict[l.I] == Truncated && post.Verdict[l.I] == Clean
+		}},
+	{Name: "LeaderAfterCorruption", Profile: onlyDurable, Doc: "a leader is elected after a corruption",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActBecomeLeader && int(pre.CorruptionsLeft) < m.Corruptions
+		}},
+}
+
+// SometimesFor lists the reachability properties of the model's profile.
+func (m *Model) SometimesFor() []Sometimes {
+	var out []Sometimes
+	for _, p := range SometimesProperties {
+		if p.Profile == nil || *p.Profile == m.Profile {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Reachability is the explorer's finding for one Sometimes property.
+type Reachability struct {
+	Name  string
+	Found bool
+
+	witnessParent uint64 // fingerprint of the state the witness step starts from
+	witnessFP     uint64
+	witnessLabel  Label
+	witnessState  *State
+	witnessTrace  []Step
+}
+
+// Witness is a behaviour reaching the property, when found.
+func (r *Reachability) Witness() []Step { return r.witnessTrace }
+
+type sometimesTracker struct {
+	props []Sometimes
+	found []atomic.Bool
+	mu    sync.Mutex
+	res   []Reachability
+}
+
+func newSometimesTracker(m *Model) *sometimesTracker {
+	props := m.SometimesFor()
+	t := &sometimesTracker{props: props, found: make([]atomic.Bool, len(props)), res: make([]Reachability, len(props))}
+	for k, p := range props {
+		t.res[k].Name = p.Name
+	}
+	return t
+}
+
+func (t *sometimesTracker) record(k int, parentFP uint64, l Label, post *State, fp uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.res[k].Found {
+		return
+	}
+	t.res[k] = Reachability{Name: t.props[k].Name, Found: true,
+		witnessParent: parentFP, witnessFP: fp, witnessLabel: l, witnessState: post}
+	t.found[k].Store(true)
+}
+
+// state is called on every new in-bounds state.
+func (t *sometimesTracker) state(m *Model, s *State, parentFP uint64, l Label, fp uint64) {
+	for k := range t.props {
+		if p := &t.props[k]; p.State != nil && !t.found[k].Load() && p.State(m, s) {
+			t.record(k, parentFP, l, s, fp)
+		}
+	}
+}
+
+// step is called on every generated step into the bounds.
+func (t *sometimesTracker) step(m *Model, pre *State, l Label, post *State, parentFP uint64) {
+	for k := range t.props {
+		if p := &t.props[k]; p.Step != nil && !t.found[k].Load() && p.Step(m, pre, l, post) {
+			t.record(k, parentFP, l, post, 1)
+		}
+	}
+}
+
+func (t *sometimesTracker) results() []Reachability {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Reachability(nil), t.res...)
+}
+
+func (x *explorer) witness(r *Reachability) []Step {
+	if r.witnessParent == 0 && r.witnessLabel.Action == 0 {
+		return []Step{{State: r.witnessState}}
+	}
+	trace, err := x.pathTo(r.witnessParent)
+	if err != nil {
+		return nil
+	}
+	return append(trace, Step{Label: r.witnessLabel, State: r.witnessState})
+}
+
+// CheckReached returns an error naming the first of the wanted properties
+// that no reachable state satisfied. names = ["all"] wants every property.
+func CheckReached(reached []Reachability, names []string) error {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	known := map[string]bool{}
+	for _, r := range reached {
+		known[r.Name] = true
+		if (want["all"] || want[r.Name]) && !r.Found {
+			return fmt.Errorf("sometimes %s: unreachable within the bounds", r.Name)
+		}
+	}
+	for n := range want {
+		if n != "all" && !known[n] {
+			return fmt.Errorf("sometimes %s: no such property in this profile", n)
+		}
+	}
+	return nil
+}

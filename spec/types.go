@@ -1,0 +1,348 @@
+package spec
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+)
+
+// MaxServers bounds the Server constant. Per-server variables are arrays
+// indexed by ServerID, so index 0 (Nil) is never used and always zero.
+const MaxServers = 5
+
+// ServerID names a member of Server, 1..N. Nil (0) is raft.tla's reserved
+// value for "no vote".
+type ServerID uint8
+
+// Nil is raft.tla's Nil: votedFor when the server has not voted this term.
+const Nil ServerID = 0
+
+func (id ServerID) String() string {
+	if id == Nil {
+		return "Nil"
+	}
+	return fmt.Sprintf("s%d", id)
+}
+
+// Role is the value of state[i]: Follower, Candidate or Leader.
+type Role uint8
+
+// The server states of raft.tla.
+const (
+	Follower Role = iota
+	Candidate
+	Leader
+)
+
+func (r Role) String() string {
+	switch r {
+	case Follower:
+		return "Follower"
+	case Candidate:
+		return "Candidate"
+	case Leader:
+		return "Leader"
+	}
+	return fmt.Sprintf("Role(%d)", r)
+}
+
+// MType is a message's mtype.
+type MType uint8
+
+// The message types of raft.tla.
+const (
+	RequestVoteRequest MType = iota + 1
+	RequestVoteResponse
+	AppendEntriesRequest
+	AppendEntriesResponse
+)
+
+func (t MType) String() string {
+	switch t {
+	case RequestVoteRequest:
+		return "RequestVoteRequest"
+	case RequestVoteResponse:
+		return "RequestVoteResponse"
+	case AppendEntriesRequest:
+		return "AppendEntriesRequest"
+	case AppendEntriesResponse:
+		return "AppendEntriesResponse"
+	}
+	return fmt.Sprintf("MType(%d)", t)
+}
+
+// Verdict is the recovery verdict a durable-profile server booted with, as
+// kept by the server until it is repaired. It is durable: a crash does not
+// reset it (see docs/durable-raft.md, "Corrupt").
+type Verdict uint8
+
+// Recovery verdicts.
+const (
+	Clean Verdict = iota
+	Truncated
+)
+
+func (v Verdict) String() string {
+	if v == Truncated {
+		return "TRUNCATED"
+	}
+	return "CLEAN"
+}
+
+// Entry is a log entry: [term |-> t, value |-> v]. Values are 1..Values.
+type Entry struct {
+	Term  uint8
+	Value uint8
+}
+
+// Log is an immutable TLA+ sequence of entries, stored two bytes per entry
+// (term, value) so that logs compare structurally with == and share memory
+// freely. Indexes are 1-based as in TLA+.
+type Log string
+
+// Len is Len(log).
+func (l Log) Len() int { return len(l) / 2 }
+
+// At is log[index] for 1 <= index <= Len(log).
+func (l Log) At(index int) Entry {
+	return Entry{Term: l[2*index-2], Value: l[2*index-1]}
+}
+
+// Term is log[index].term.
+func (l Log) Term(index int) uint8 { return l[2*index-2] }
+
+// LastTerm is raft.tla's LastTerm(xlog): the term of the last entry, or 0.
+func (l Log) LastTerm() uint8 {
+	if len(l) == 0 {
+		return 0
+	}
+	return l[len(l)-2]
+}
+
+// Append is Append(log, e).
+func (l Log) Append(e Entry) Log { return l + Log([]byte{e.Term, e.Value}) }
+
+// SubSeq is SubSeq(log, lo, hi); empty when hi < lo.
+func (l Log) SubSeq(lo, hi int) Log {
+	if hi < lo {
+		return ""
+	}
+	return l[2*lo-2 : 2*hi]
+}
+
+// Prefix is SubSeq(log, 1, n).
+func (l Log) Prefix(n int) Log { return l[:2*n] }
+
+// Entries returns the entries of the log in order.
+func (l Log) Entries() []Entry {
+	out := make([]Entry, l.Len())
+	for i := range out {
+		out[i] = l.At(i + 1)
+	}
+	return out
+}
+
+// LogOf builds a Log from entries.
+func LogOf(entries ...Entry) Log {
+	b := make([]byte, 0, 2*len(entries))
+	for _, e := range entries {
+		b = append(b, e.Term, e.Value)
+	}
+	return Log(b)
+}
+
+func (l Log) String() string {
+	var b strings.Builder
+	b.WriteString("<<")
+	for i := 1; i <= l.Len(); i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		e := l.At(i)
+		fmt.Fprintf(&b, "[term |-> %d, value |-> v%d]", e.Term, e.Value)
+	}
+	b.WriteString(">>")
+	return b.String()
+}
+
+// ServerSet is a set of servers, bit id-1 for server id.
+type ServerSet uint8
+
+// Has reports id \in s.
+func (s ServerSet) Has(id ServerID) bool { return s&(1<<(id-1)) != 0 }
+
+// With is s \cup {id}.
+func (s ServerSet) With(id ServerID) ServerSet { return s | 1<<(id-1) }
+
+// Len is Cardinality(s).
+func (s ServerSet) Len() int {
+	n := 0
+	for ; s != 0; s &= s - 1 {
+		n++
+	}
+	return n
+}
+
+// Members lists the servers of s in increasing order.
+func (s ServerSet) Members() []ServerID {
+	var out []ServerID
+	for id := ServerID(1); id <= MaxServers; id++ {
+		if s.Has(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// VoterLog is one candidate's voterLog[i]: a function from the servers that
+// voted for it (Dom) to the log each voted with. Logs outside Dom are "".
+type VoterLog struct {
+	Dom  ServerSet
+	Logs [MaxServers + 1]Log
+}
+
+// Message is a raft.tla message record. One struct holds every field; a
+// field that its mtype does not carry is zero, so two messages are equal
+// exactly when TLC would find the records equal.
+//
+// MleaderCommit is the durable profile's only addition: the leader's
+// commitIndex before raft.tla's clamp Min({commitIndex, lastEntry}), from
+// which followers learn what is committed (learnedCommit). It is always 0 in
+// profile raft.
+type Message struct {
+	Mtype         MType
+	Mterm         uint8
+	MlastLogTerm  uint8
+	MlastLogIndex uint8
+	MprevLogIndex uint8
+	MprevLogTerm  uint8
+	Mentries      Log
+	Mlog          Log
+	McommitIndex  uint8
+	MleaderCommit uint8
+	MvoteGranted  bool
+	Msuccess      bool
+	MmatchIndex   uint8
+	Msource       ServerID
+	Mdest         ServerID
+}
+
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// compareMessage is a total order on messages, used to keep the bag sorted so
+// that equal bags have equal encodings.
+func compareMessage(a, b *Message) int {
+	if c := cmp.Compare(a.Mtype, b.Mtype); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Msource, b.Msource); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Mdest, b.Mdest); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Mterm, b.Mterm); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.MlastLogTerm, b.MlastLogTerm); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.MlastLogIndex, b.MlastLogIndex); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.MprevLogIndex, b.MprevLogIndex); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.MprevLogTerm, b.MprevLogTerm); c != 0 {
+		return c
+	}
+	if c := strings.Compare(string(a.Mentries), string(b.Mentries)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(string(a.Mlog), string(b.Mlog)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.McommitIndex, b.McommitIndex); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.MleaderCommit, b.MleaderCommit); c != 0 {
+		return c
+	}
+	if c := boolCompare(a.MvoteGranted, b.MvoteGranted); c != 0 {
+		return c
+	}
+	if c := boolCompare(a.Msuccess, b.Msuccess); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.MmatchIndex, b.MmatchIndex)
+}
+
+func (m Message) String() string {
+	switch m.Mtype {
+	case RequestVoteRequest:
+		return fmt.Sprintf("RequestVoteRequest{%v->%v term=%d lastLogTerm=%d lastLogIndex=%d}",
+			m.Msource, m.Mdest, m.Mterm, m.MlastLogTerm, m.MlastLogIndex)
+	case RequestVoteResponse:
+		return fmt.Sprintf("RequestVoteResponse{%v->%v term=%d granted=%v}",
+			m.Msource, m.Mdest, m.Mterm, m.MvoteGranted)
+	case AppendEntriesRequest:
+		return fmt.Sprintf("AppendEntriesRequest{%v->%v term=%d prev=(%d,%d) entries=%v commit=%d leaderCommit=%d}",
+			m.Msource, m.Mdest, m.Mterm, m.MprevLogIndex, m.MprevLogTerm, m.Mentries, m.McommitIndex, m.MleaderCommit)
+	case AppendEntriesResponse:
+		return fmt.Sprintf("AppendEntriesResponse{%v->%v term=%d success=%v matchIndex=%d}",
+			m.Msource, m.Mdest, m.Mterm, m.Msuccess, m.MmatchIndex)
+	}
+	return fmt.Sprintf("Message{%+v}", struct{ M Message }{m})
+}
+
+// Election is a record of the elections history variable, added by
+// BecomeLeader.
+type Election struct {
+	Eterm     uint8
+	Eleader   ServerID
+	Elog      Log
+	Evotes    ServerSet
+	EvoterLog VoterLog
+}
+
+func compareElection(a, b *Election) int {
+	if c := cmp.Compare(a.Eterm, b.Eterm); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Eleader, b.Eleader); c != 0 {
+		return c
+	}
+	if c := strings.Compare(string(a.Elog), string(b.Elog)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Evotes, b.Evotes); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.EvoterLog.Dom, b.EvoterLog.Dom); c != 0 {
+		return c
+	}
+	for k := range a.EvoterLog.Logs {
+		if c := strings.Compare(string(a.EvoterLog.Logs[k]), string(b.EvoterLog.Logs[k])); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// CommittedEntry is a record of the durable profile's committed history
+// variable: the entry at Index with term Term was covered by a leader's
+// commitIndex, first in term CommitTerm. Once there it stays: it is what a
+// client was told is durable.
+type CommittedEntry struct {
+	Index      uint8
+	Term       uint8
+	CommitTerm uint8
+}

@@ -1,0 +1,225 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+)
+
+// Version is the format version written in every event's "v".
+const Version = 1
+
+// Actions are the action names an event may carry: raft.tla's operators
+// (with the handlers under Receive named individually), the durable
+// profile's additions, and Init for line 0.
+var Actions = []string{
+	"Init",
+	"Restart", "Timeout", "RequestVote", "BecomeLeader", "ClientRequest",
+	"AdvanceCommitIndex", "AppendEntries",
+	"UpdateTerm", "HandleRequestVoteRequest", "HandleRequestVoteResponse",
+	"HandleAppendEntriesRequest", "HandleAppendEntriesResponse", "DropStaleResponse",
+	"DuplicateMessage", "DropMessage",
+	"Flush", "Crash", "Corrupt",
+}
+
+// Branches of HandleAppendEntriesRequest.
+var Branches = []string{"reject", "return-to-follower", "already-done", "conflict", "append"}
+
+// Event is one line of a trace.
+type Event struct {
+	V      int    `json:"v"`
+	Seq    int    `json:"seq"`
+	Action string `json:"action"`
+	// Node is the server that takes the step: i of the action, or m.mdest
+	// for the message actions.
+	Node string `json:"node,omitempty"`
+	// Peer is j: the destination of RequestVote and AppendEntries, the
+	// source (m.msource) of a message action.
+	Peer string `json:"peer,omitempty"`
+	// Msg is the message a message action consumes, copies or drops.
+	Msg    *Message `json:"msg,omitempty"`
+	Branch string   `json:"branch,omitempty"`
+	// Value is ClientRequest's v.
+	Value *int `json:"value,omitempty"`
+	// Cut is the length of log[node] that Crash or Corrupt keeps.
+	Cut *int `json:"cut,omitempty"`
+	// State is the node's post-state.
+	State *NodeState `json:"state,omitempty"`
+	// Config is on the Init event only.
+	Config *Config `json:"config,omitempty"`
+}
+
+// Config is the model's constants, on line 0.
+type Config struct {
+	Profile     string `json:"profile"` // "raft" or "durable"
+	Servers     int    `json:"servers"`
+	Values      int    `json:"values"`
+	Crashes     int    `json:"crashes,omitempty"`
+	Corruptions int    `json:"corruptions,omitempty"`
+	Bugs        string `json:"bugs,omitempty"`
+	// Source says who wrote the trace: "spec", "impl", ...
+	Source string `json:"source,omitempty"`
+}
+
+// Entry is a log entry.
+type Entry struct {
+	Term  int `json:"term"`
+	Value int `json:"value"`
+}
+
+// NodeState is the post-state of one node. Pointers and nil maps mark
+// variables the emitter does not log.
+type NodeState struct {
+	CurrentTerm int     `json:"currentTerm"`
+	State       string  `json:"state"`    // Follower, Candidate, Leader
+	VotedFor    string  `json:"votedFor"` // "Nil" or a server
+	Log         []Entry `json:"log"`
+	CommitIndex int     `json:"commitIndex"`
+
+	VotesResponded *[]string      `json:"votesResponded,omitempty"`
+	VotesGranted   *[]string      `json:"votesGranted,omitempty"`
+	NextIndex      map[string]int `json:"nextIndex,omitempty"`
+	MatchIndex     map[string]int `json:"matchIndex,omitempty"`
+
+	DurableLen      *int   `json:"durableLen,omitempty"`
+	LearnedCommit   *int   `json:"learnedCommit,omitempty"`
+	Verdict         string `json:"verdict,omitempty"` // CLEAN or TRUNCATED
+	TruncatedAtTerm *int   `json:"truncatedAtTerm,omitempty"`
+}
+
+// Message is a raft.tla message without its history field mlog. Which
+// fields are present depends on Mtype, exactly as in raft.tla's records;
+// MleaderCommit is present on AppendEntriesRequest in profile durable only.
+type Message struct {
+	Mtype         string
+	Mterm         int
+	MlastLogTerm  int
+	MlastLogIndex int
+	MprevLogIndex int
+	MprevLogTerm  int
+	Mentries      []Entry
+	McommitIndex  int
+	MleaderCommit *int
+	MvoteGranted  bool
+	Msuccess      bool
+	MmatchIndex   int
+	Msource       string
+	Mdest         string
+}
+
+// wireMessage is the JSON shape: every field optional, checked by mtype.
+type wireMessage struct {
+	Mtype         string   `json:"mtype"`
+	Mterm         *int     `json:"mterm,omitempty"`
+	MlastLogTerm  *int     `json:"mlastLogTerm,omitempty"`
+	MlastLogIndex *int     `json:"mlastLogIndex,omitempty"`
+	MprevLogIndex *int     `json:"mprevLogIndex,omitempty"`
+	MprevLogTerm  *int     `json:"mprevLogTerm,omitempty"`
+	Mentries      *[]Entry `json:"mentries,omitempty"`
+	McommitIndex  *int     `json:"mcommitIndex,omitempty"`
+	MleaderCommit *int     `json:"mleaderCommit,omitempty"`
+	MvoteGranted  *bool    `json:"mvoteGranted,omitempty"`
+	Msuccess      *bool    `json:"msuccess,omitempty"`
+	MmatchIndex   *int     `json:"mmatchIndex,omitempty"`
+	Msource       string   `json:"msource"`
+	Mdest         string   `json:"mdest"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// MarshalJSON writes the fields raft.tla's record of this mtype has.
+func (m Message) MarshalJSON() ([]byte, error) {
+	w := wireMessage{Mtype: m.Mtype, Mterm: ptr(m.Mterm), Msource: m.Msource, Mdest: m.Mdest}
+	switch m.Mtype {
+	case "RequestVoteRequest":
+		w.MlastLogTerm, w.MlastLogIndex = ptr(m.MlastLogTerm), ptr(m.MlastLogIndex)
+	case "RequestVoteResponse":
+		w.MvoteGranted = ptr(m.MvoteGranted)
+	case "AppendEntriesRequest":
+		entries := m.Mentries
+		if entries == nil {
+			entries = []Entry{}
+		}
+		w.MprevLogIndex, w.MprevLogTerm = ptr(m.MprevLogIndex), ptr(m.MprevLogTerm)
+		w.Mentries, w.McommitIndex = &entries, ptr(m.McommitIndex)
+		w.MleaderCommit = m.MleaderCommit
+	case "AppendEntriesResponse":
+		w.Msuccess, w.MmatchIndex = ptr(m.Msuccess), ptr(m.MmatchIndex)
+	default:
+		return nil, fmt.Errorf("trace: unknown mtype %q", m.Mtype)
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON accepts exactly the fields of the message's mtype.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w wireMessage
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.Mterm == nil {
+		return fmt.Errorf("trace: message without mterm")
+	}
+	*m = Message{Mtype: w.Mtype, Mterm: *w.Mterm, Msource: w.Msource, Mdest: w.Mdest}
+	type field struct {
+		name    string
+		present bool
+	}
+	var want, have []field
+	all := []field{
+		{"mlastLogTerm", w.MlastLogTerm != nil}, {"mlastLogIndex", w.MlastLogIndex != nil},
+		{"mprevLogIndex", w.MprevLogIndex != nil}, {"mprevLogTerm", w.MprevLogTerm != nil},
+		{"mentries", w.Mentries != nil}, {"mcommitIndex", w.McommitIndex != nil},
+		{"mvoteGranted", w.MvoteGranted != nil}, {"msuccess", w.Msuccess != nil},
+		{"mmatchIndex", w.MmatchIndex != nil},
+	}
+	switch w.Mtype {
+	case "RequestVoteRequest":
+		want = all[0:2]
+	case "RequestVoteResponse":
+		want = all[6:7]
+	case "AppendEntriesRequest":
+		want = all[2:6]
+	case "AppendEntriesResponse":
+		want = all[7:9]
+	default:
+		return fmt.Errorf("trace: unknown mtype %q", w.Mtype)
+	}
+	for _, f := range all {
+		if f.present {
+			have = append(have, f)
+		}
+	}
+	if len(have) != len(want) {
+		return fmt.Errorf("trace: %s carries fields %v, want %v", w.Mtype, have, want)
+	}
+	for k := range want {
+		if !want[k].present {
+			return fmt.Errorf("trace: %s without %s", w.Mtype, want[k].name)
+		}
+	}
+	if w.MleaderCommit != nil && w.Mtype != "AppendEntriesRequest" {
+		return fmt.Errorf("trace: %s carries mleaderCommit", w.Mtype)
+	}
+	deref := func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	m.MlastLogTerm, m.MlastLogIndex = deref(w.MlastLogTerm), deref(w.MlastLogIndex)
+	m.MprevLogIndex, m.MprevLogTerm = deref(w.MprevLogIndex), deref(w.MprevLogTerm)
+	m.McommitIndex, m.MmatchIndex = deref(w.McommitIndex), deref(w.MmatchIndex)
+	m.MleaderCommit = w.MleaderCommit
+	if w.Mentries != nil {
+		m.Mentries = *w.Mentries
+	}
+	m.MvoteGranted = w.MvoteGranted != nil && *w.MvoteGranted
+	m.Msuccess = w.Msuccess != nil && *w.Msuccess
+	return nil
+}
+
+var serverName = regexp.MustCompile(`^s[1-9]$`)
+
+// ValidServer reports whether name is a server name: s1..s9.
+func ValidServer(name string) bool { return serverName.MatchString(name) }
