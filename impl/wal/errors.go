@@ -1,0 +1,29 @@
+package wal
+
+import "errors"
+
+// Sentinel errors. Every error the WAL returns wraps one of these (test with errors.Is)
+// and carries the context (index, segment, offset) in its message.
+var (
+	// ErrCorrupt: bytes failed verification (checksum, hash chain or framing) after a
+	// re-read. They are never served.
+	ErrCorrupt = errors.New("wal: corrupt")
+	// ErrFailed: an fdatasync or write failed; the WAL reports nothing durable beyond
+	// what it reported before, accepts no writes, and stays failed until reopened.
+	ErrFailed = errors.New("wal: failed")
+	// ErrOutOfRange: an index or range outside the log (beyond the last index, lo > hi,
+	// or compaction beyond the durable index).
+	ErrOutOfRange = errors.New("wal: index out of range")
+	// ErrCompacted: an index at or below the compaction watermark.
+	ErrCompacted = errors.New("wal: index compacted")
+	// ErrNonContiguous: an append whose indexes do not continue the log.
+	ErrNonContiguous = errors.New("wal: non-contiguous index")
+	// ErrInvalid: an argument that can never be accepted (term going backwards, an entry
+	// too large, a vote changed within a term, bad options).
+	ErrInvalid = errors.New("wal: invalid argument")
+	// ErrTruncated: the entry awaited by WaitDurable was removed by TruncateSuffix or
+	// Reset before it became durable.
+	ErrTruncated = errors.New("wal: entry truncated")
+	// ErrClosed: the WAL is closed.
+	ErrClosed = errors.New("wal: closed")
+)

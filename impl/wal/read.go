@@ -1,0 +1,239 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+)
+
+// FirstIndex returns the first index the log holds (the compaction watermark plus one).
+func (w *WAL) FirstIndex() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.base.index + 1
+}
+
+// LastIndex returns the last appended index (durable or not).
+func (w *WAL) LastIndex() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tip.index
+}
+
+// DurableIndex returns the durable watermark: every index up to it is fdatasync'd.
+func (w *WAL) DurableIndex() uint64 { return w.durableIndex.Load() }
+
+// DurableNotify returns a channel closed at the next advance of the durable index, or
+// when the WAL fails, truncates, resets or closes. Take the channel before reading
+// DurableIndex and no advance can be missed.
+func (w *WAL) DurableNotify() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.durableCh
+}
+
+// Term returns the term of the entry at index; at FirstIndex()-1 it returns the term
+// of the compaction watermark.
+func (w *WAL) Term(index uint64) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case index < w.base.index:
+		return 0, fmt.Errorf("%w: term of %d below the compaction watermark %d", ErrCompacted, index, w.base.index)
+	case index > w.tip.index:
+		return 0, fmt.Errorf("%w: term of %d beyond last index %d", ErrOutOfRange, index, w.tip.index)
+	case index == w.base.index:
+		return w.base.term, nil
+	}
+	return w.metas[index-w.base.index-1].term, nil
+}
+
+// WaitDurable waits until the entry now at index is durable. It returns ErrTruncated if
+// that entry is removed first (TruncateSuffix, Reset), the failure error if the WAL
+// fails, ErrClosed, or the context's error. An index at or below the compaction
+// watermark is durable by construction.
+func (w *WAL) WaitDurable(ctx context.Context, index uint64) error {
+	if w.durableIndex.Load() >= index {
+		return nil // durable <= last index always, so this is the entry now at index
+	}
+	w.mu.Lock()
+	if index <= w.base.index {
+		w.mu.Unlock()
+		return nil
+	}
+	if index > w.tip.index {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: wait for %d beyond last index %d", ErrOutOfRange, index, w.tip.index)
+	}
+	sum, epoch := w.metas[index-w.base.index-1].checksum, w.resetEpoch
+	for {
+		switch {
+		case w.resetEpoch != epoch || index > w.tip.index || index <= w.base.index || w.metas[index-w.base.index-1].checksum != sum:
+			w.mu.Unlock()
+			return fmt.Errorf("%w: entry %d was removed while waiting for it", ErrTruncated, index)
+		case w.durableIndex.Load() >= index:
+			w.mu.Unlock()
+			return nil
+		case w.failErr != nil:
+			err := w.failErr
+			w.mu.Unlock()
+			return err
+		case w.closing:
+			w.mu.Unlock()
+			return ErrClosed
+		}
+		ch := w.durableCh
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+}
+
+// readItem is one entry of a read plan.
+type readItem struct {
+	index        uint64
+	meta         entryMeta
+	checksumPrev uint32
+	rec          []byte // the cached record, or nil: read it from meta.seg
+}
+
+// Entries returns the entries with indexes in [lo, hi), from the tail cache or straight
+// from the segments, each verified (checksum, index, term and hash chain against what
+// the WAL holds in memory) before it is returned; a record that fails verification after
+// ReadRetries re-reads is never served: Entries returns ErrCorrupt. The result holds at
+// least one entry when lo < hi, and then stops before the total record size would pass
+// maxBytes. It serves every appended entry, durable or not: to serve only the durable
+// log (catch-up), bound hi by DurableIndex()+1.
+func (w *WAL) Entries(lo, hi, maxBytes uint64) ([]Entry, error) {
+	w.mu.Lock()
+	switch {
+	case w.closing:
+		w.mu.Unlock()
+		return nil, ErrClosed
+	case lo > hi:
+		w.mu.Unlock()
+		return nil, fmt.Errorf("%w: range [%d, %d) has lo > hi", ErrOutOfRange, lo, hi)
+	case lo <= w.base.index:
+		w.mu.Unlock()
+		return nil, fmt.Errorf("%w: range [%d, %d) starts at or below the compaction watermark %d", ErrCompacted, lo, hi, w.base.index)
+	case hi > w.tip.index+1:
+		w.mu.Unlock()
+		return nil, fmt.Errorf("%w: range [%d, %d) beyond last index %d", ErrOutOfRange, lo, hi, w.tip.index)
+	case lo == hi:
+		w.mu.Unlock()
+		return nil, nil
+	}
+	prev := w.base.checksum
+	if lo-1 > w.base.index {
+		prev = w.metas[lo-1-w.base.index-1].checksum
+	}
+	var plan []readItem
+	var total uint64
+	for i := lo; i < hi; i++ {
+		m := w.metas[i-w.base.index-1]
+		if len(plan) > 0 && total+uint64(m.size) > maxBytes {
+			break
+		}
+		total += uint64(m.size)
+		it := readItem{index: i, meta: m, checksumPrev: prev}
+		if i >= w.cacheFirst {
+			it.rec = w.cache[i-w.cacheFirst]
+		}
+		assert(it.rec != nil || m.seg != nil, "entry %d neither cached nor on disk", i)
+		plan = append(plan, it)
+		prev = m.checksum
+	}
+	w.filesMu.RLock()
+	w.mu.Unlock()
+	defer w.filesMu.RUnlock()
+	return w.readPlan(plan)
+}
+
+// readPlan reads and verifies the plan's records, one ReadAt per run of records that
+// are contiguous in one segment.
+func (w *WAL) readPlan(plan []readItem) ([]Entry, error) {
+	out := make([]Entry, 0, len(plan))
+	for i := 0; i < len(plan); {
+		if plan[i].rec != nil {
+			e, err := verifyItem(plan[i].rec, plan[i])
+			if err != nil {
+				return nil, w.corruptRead(plan[i], "tail cache", err)
+			}
+			e.Data = append([]byte(nil), e.Data...)
+			out = append(out, e)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(plan) && plan[j].rec == nil && plan[j].meta.seg == plan[i].meta.seg &&
+			plan[j].meta.offset == plan[j-1].meta.offset+int64(plan[j-1].meta.size) {
+			j++
+		}
+		run, err := w.readRun(plan[i:j])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run...)
+		i = j
+	}
+	return out, nil
+}
+
+// readRun reads a contiguous run of records, re-reading it while it fails verification.
+func (w *WAL) readRun(run []readItem) ([]Entry, error) {
+	first, last := run[0].meta, run[len(run)-1].meta
+	size := last.offset + int64(last.size) - first.offset
+	var failed readItem
+	var lastErr error
+	for attempt := 0; attempt <= w.opts.ReadRetries; attempt++ {
+		buf := make([]byte, size)
+		if _, err := first.seg.file.ReadAt(buf, first.offset); err != nil {
+			lastErr, failed = fmt.Errorf("read: %w", err), run[0]
+			continue
+		}
+		out := make([]Entry, 0, len(run))
+		lastErr = nil
+		for _, it := range run {
+			off := it.meta.offset - first.offset
+			e, err := verifyItem(buf[off:off+int64(it.meta.size)], it)
+			if err != nil {
+				lastErr, failed = err, it
+				break
+			}
+			out = append(out, e)
+		}
+		if lastErr == nil {
+			if attempt > 0 {
+				w.log.Warn("wal: read failed verification, then a re-read succeeded (transient)", "segment", first.seg.name,
+					"offset", first.offset, "attempts", attempt+1)
+			}
+			return out, nil
+		}
+	}
+	return nil, w.corruptRead(failed, first.seg.name, lastErr)
+}
+
+// verifyItem checks a record against what the WAL holds in memory for it.
+func verifyItem(b []byte, it readItem) (Entry, error) {
+	r, n, err := decodeRecord(b, len(b))
+	switch {
+	case err != nil:
+		return Entry{}, err
+	case n != len(b):
+		return Entry{}, fmt.Errorf("%w: record is %d bytes, expected %d", ErrCorrupt, n, len(b))
+	case r.index != it.index || r.term != it.meta.term || r.checksum != it.meta.checksum:
+		return Entry{}, fmt.Errorf("%w: record index %d term %d checksum %08x, expected %d %d %08x",
+			ErrCorrupt, r.index, r.term, r.checksum, it.index, it.meta.term, it.meta.checksum)
+	case r.checksumPrev != it.checksumPrev:
+		return Entry{}, fmt.Errorf("%w: record %d chains to %08x, previous is %08x", ErrCorrupt, r.index, r.checksumPrev, it.checksumPrev)
+	}
+	return Entry{Index: r.index, Term: r.term, Data: r.data}, nil
+}
+
+func (w *WAL) corruptRead(it readItem, where string, err error) error {
+	w.log.Error("wal: CORRUPT record on read; not served", "index", it.index, "where", where, "offset", it.meta.offset, "err", err)
+	return fmt.Errorf("%w: entry %d in %s at offset %d: %w", ErrCorrupt, it.index, where, it.meta.offset, err)
+}

@@ -1,0 +1,195 @@
+package wal
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/durableraft/durableraft/impl/wal/vfs"
+)
+
+// File names in the WAL directory. Every segment-like name carries the generation in
+// 16 hex digits, so that a listing alone yields the highest generation ever used.
+const (
+	prefixSegment = "seg-"     // a live segment
+	prefixFree    = "free-"    // a compacted segment kept for reuse
+	prefixTmp     = "tmp-"     // a segment being initialised; never read
+	prefixCorrupt = "corrupt-" // a segment behind a recovery break; kept for an operator
+	suffixSegment = ".wal"
+)
+
+func segmentFileName(prefix string, generation uint64) string {
+	return fmt.Sprintf("%s%016x%s", prefix, generation, suffixSegment)
+}
+
+// parseSegmentFileName returns the prefix and generation of a WAL file name.
+func parseSegmentFileName(name string) (string, uint64, bool) {
+	for _, prefix := range []string{prefixSegment, prefixFree, prefixTmp, prefixCorrupt} {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		hex, ok := strings.CutSuffix(rest, suffixSegment)
+		if !ok || len(hex) != 16 {
+			return "", 0, false
+		}
+		g, err := strconv.ParseUint(hex, 16, 64)
+		if err != nil {
+			return "", 0, false
+		}
+		return prefix, g, true
+	}
+	return "", 0, false
+}
+
+// segment is a segment file in the log.
+type segment struct {
+	name string // base name, seg-<generation>.wal
+	file vfs.File
+	hdr  segmentHeader
+
+	// The fields below belong to the flusher (guarded by WAL.ioMu).
+
+	// writeOffset is where the next batch goes. Invariant: a multiple of
+	// hdr.blockBytes, in [blockBytes, hdr.segmentBytes].
+	writeOffset int64
+	// dirty: written since the last fdatasync.
+	dirty bool
+	// unvouched: the last batch written holds records and no later batch, seal or
+	// segment vouches for it on disk (see Verdict TornTail).
+	unvouched bool
+}
+
+// room is how many body bytes one more batch can carry.
+func (s *segment) room() int64 {
+	return int64(s.hdr.segmentBytes) - s.writeOffset - batchHeaderBytes
+}
+
+// chainTip is a point of the hash chain: the record at index, or the base before the
+// first record.
+type chainTip struct {
+	index    uint64
+	term     uint64
+	checksum uint32
+}
+
+// placement is where the flusher put a record.
+type placement struct {
+	index    uint64
+	checksum uint32
+	seg      *segment
+	offset   int64
+}
+
+// createSegment makes a new segment durable before it has a name: it takes a free file
+// (a compacted segment) or creates one, preallocates it, writes and fdatasyncs the
+// header, renames it to seg-<generation>.wal and syncs the directory. A reused file keeps
+// its old bytes past the header; the generation in every batch tells them apart.
+func (w *WAL) createSegment(hdr segmentHeader) (*segment, error) {
+	tmp := filepath.Join(w.dir, segmentFileName(prefixTmp, hdr.generation))
+	var f vfs.File
+	var err error
+	if n := len(w.free); n > 0 {
+		old := w.free[n-1]
+		w.free = w.free[:n-1]
+		if err = w.fs.Rename(filepath.Join(w.dir, old), tmp); err == nil {
+			f, err = w.fs.Open(tmp)
+		}
+	} else {
+		f, err = w.fs.Create(tmp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create segment %d: %w", hdr.generation, err)
+	}
+	seg, err := w.initSegment(f, tmp, hdr)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("create segment %d: %w", hdr.generation, err)
+	}
+	return seg, nil
+}
+
+func (w *WAL) initSegment(f vfs.File, tmp string, hdr segmentHeader) (*segment, error) {
+	if err := f.Preallocate(int64(hdr.segmentBytes)); err != nil {
+		return nil, err
+	}
+	block := make([]byte, hdr.blockBytes)
+	hdr.encode(block)
+	if _, err := f.WriteAt(block, 0); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	w.stats.syncs.Add(1)
+	name := segmentFileName(prefixSegment, hdr.generation)
+	if err := w.fs.Rename(tmp, filepath.Join(w.dir, name)); err != nil {
+		return nil, err
+	}
+	if err := w.fs.SyncDir(w.dir); err != nil {
+		return nil, err
+	}
+	return &segment{name: name, file: f, hdr: hdr, writeOffset: int64(hdr.blockBytes)}, nil
+}
+
+// writeBatch writes recs (encoded records continuing tip) as one batch at the segment's
+// write offset and returns the new tip. The caller has checked that they fit.
+//
+// Precondition: the segment is not dirty. This is what makes a batch header a sync
+// boundary: it is written only after every earlier batch was fdatasync'd.
+func (w *WAL) writeBatch(seg *segment, recs [][]byte, tip chainTip, placed []placement) (chainTip, []placement, error) {
+	assert(!seg.dirty, "batch written to %s at %d while the previous batch is not synced", seg.name, seg.writeOffset)
+	block := int64(seg.hdr.blockBytes)
+	buf := append(w.buf[:0], make([]byte, batchHeaderBytes)...)
+	start := tip
+	for _, rec := range recs {
+		r, n, err := decodeRecord(rec, len(rec))
+		if err == nil {
+			err = r.follows(tip.index, tip.term, tip.checksum)
+		}
+		if err != nil || n != len(rec) {
+			return tip, placed, fmt.Errorf("%w: record in memory failed verification before write: %v", ErrCorrupt, err)
+		}
+		placed = append(placed, placement{index: r.index, checksum: r.checksum, seg: seg, offset: seg.writeOffset + int64(len(buf))})
+		buf = append(buf, rec...)
+		tip = chainTip{index: r.index, term: r.term, checksum: r.checksum}
+	}
+	body := buf[batchHeaderBytes:]
+	assert(int64(len(body)) <= seg.room(), "batch of %d bytes overflows %s (room %d)", len(body), seg.name, seg.room())
+	batchHeader{
+		generation:    seg.hdr.generation,
+		offset:        uint64(seg.writeOffset),
+		indexFirst:    start.index + 1,
+		durableBefore: start.index,
+		count:         uint32(len(recs)),
+		bodyBytes:     uint32(len(body)),
+		bodyChecksum:  bodyChecksum(seg.hdr.generation, body),
+		checksumPrev:  start.checksum,
+		checksumLast:  tip.checksum,
+	}.encode(buf)
+	total := alignUp(int64(len(buf)), block)
+	buf = append(buf, make([]byte, total-int64(len(buf)))...)
+	w.buf = buf
+	if _, err := seg.file.WriteAt(buf, seg.writeOffset); err != nil {
+		return start, placed, fmt.Errorf("write batch to %s at %d: %w", seg.name, seg.writeOffset, err)
+	}
+	seg.writeOffset += total
+	seg.dirty = true
+	seg.unvouched = len(recs) > 0
+	w.stats.batches.Add(1)
+	return tip, placed, nil
+}
+
+// syncSegment fdatasyncs seg if it has unsynced writes.
+func (w *WAL) syncSegment(seg *segment) error {
+	if seg == nil || !seg.dirty {
+		return nil
+	}
+	if err := seg.file.Sync(); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", seg.name, err)
+	}
+	seg.dirty = false
+	w.stats.syncs.Add(1)
+	return nil
+}

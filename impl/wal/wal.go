@@ -1,0 +1,448 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/durableraft/durableraft/impl/wal/vfs"
+)
+
+// Entry is a log entry as the WAL's callers see it.
+type Entry struct {
+	Index uint64
+	Term  uint64
+	Data  []byte
+}
+
+// entryMeta is what the WAL keeps in memory for every index it holds.
+type entryMeta struct {
+	term uint64
+	// seg is the segment holding the record, nil while the record is only in memory
+	// (then it is in the tail cache).
+	seg      *segment
+	offset   int64
+	size     uint32
+	checksum uint32
+}
+
+type opKind uint8
+
+const (
+	opRecords  opKind = iota + 1 // write recs
+	opTruncate                   // start a segment at tip.index+1 superseding everything from there
+	opReset                      // start a base segment at tip.index+1 superseding everything
+)
+
+// op is work submitted to the flusher, in order.
+type op struct {
+	kind opKind
+	recs [][]byte
+	tip  chainTip
+}
+
+// WAL is a segmented write-ahead log with group commit. See the package documentation.
+// All methods are safe for concurrent use.
+type WAL struct {
+	fs   vfs.FS
+	dir  string
+	opts Options
+	log  *slog.Logger
+
+	// ioMu serialises the flusher's I/O with CompactPrefix and Close. Lock order: ioMu,
+	// then mu. filesMu is never taken exclusively while mu is held.
+	ioMu sync.Mutex
+	// active is the segment batches go to. Guarded by ioMu.
+	active *segment
+	// diskTip is the chain after the last record written to the active chain.
+	// Guarded by ioMu.
+	diskTip chainTip
+	// generationMax is the highest generation in any file name ever seen or made.
+	// Guarded by ioMu.
+	generationMax uint64
+	// free lists compacted segment files kept for reuse. Guarded by ioMu.
+	free []string
+	// buf is the flusher's batch buffer. Guarded by ioMu.
+	buf []byte
+
+	// filesMu guards the lifetime of segment file handles: readers hold it shared
+	// while they read outside mu; closing a handle takes it exclusively.
+	filesMu sync.RWMutex
+
+	mu sync.Mutex
+	// base is the chain at indexFirst-1 (the compaction watermark); tip is the last
+	// appended record. Invariants: base.index <= durableIndex <= tip.index;
+	// len(metas) == tip.index-base.index.
+	base  chainTip
+	tip   chainTip
+	metas []entryMeta
+	// cache holds the encoded records of indexes [cacheFirst, tip.index]. Invariant:
+	// every record whose meta has no segment is in it.
+	cache      [][]byte
+	cacheFirst uint64
+	cacheBytes int
+	// segs are the segments holding the log, oldest first; the newest is the active
+	// one. Modified only with ioMu held too.
+	segs []*segment
+	// pending is the work not yet taken by the flusher.
+	pending []op
+	// takeGen counts the flusher's takes of pending work, publishGen the takes that
+	// finished (made durable, or failed); inflight: a take is being written.
+	takeGen    uint64
+	publishGen uint64
+	inflight   bool
+	// takenIndex is the highest index handed to the flusher: a truncation above it has
+	// nothing on disk to supersede.
+	takenIndex uint64
+	// inflightCap bounds what the flush in progress may report durable; truncations
+	// lower it.
+	inflightCap uint64
+	// resetEpoch counts Resets, so that a waiter can tell a reset from a compaction.
+	resetEpoch uint64
+	failErr    error
+	closing    bool
+	// durableCh is closed and replaced whenever durableIndex advances or the WAL fails.
+	durableCh chan struct{}
+	// durableIndex: every index up to it is fdatasync'd. Written under mu. It only
+	// grows, except that TruncateSuffix clamps it and Reset sets it.
+	durableIndex atomic.Uint64
+
+	hsMu sync.Mutex
+	hs   *hardStateFile
+
+	wakeCh  chan struct{} // doorbell: something was submitted (buffered, 1)
+	hurryCh chan struct{} // skip the SyncDelay wait (buffered, 1)
+	closeCh chan struct{}
+	doneCh  chan struct{}
+	stats   statsCounters
+}
+
+type statsCounters struct {
+	syncs, batches, recordsSynced, flushes atomic.Uint64
+}
+
+// Stats are counters since Open.
+type Stats struct {
+	// Syncs counts fdatasyncs of segment files (batches, seals, segment headers).
+	Syncs uint64
+	// Flushes counts group-commit cycles that wrote something.
+	Flushes uint64
+	// Batches counts batches written (seals included).
+	Batches uint64
+	// RecordsSynced counts records made durable.
+	RecordsSynced uint64
+}
+
+// Stats returns the WAL's counters.
+func (w *WAL) Stats() Stats {
+	return Stats{
+		Syncs:         w.stats.syncs.Load(),
+		Flushes:       w.stats.flushes.Load(),
+		Batches:       w.stats.batches.Load(),
+		RecordsSynced: w.stats.recordsSynced.Load(),
+	}
+}
+
+// Open recovers the log in dir (creating it if empty) and starts the flusher. The
+// Recovery says what was found; a TRUNCATED or TORN_TAIL log still opens, cut at its
+// last intact record. An error means I/O failed, not that the log is damaged.
+func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	w := &WAL{
+		fs: fsys, dir: dir, opts: opts, log: opts.Logger,
+		durableCh: make(chan struct{}),
+		wakeCh:    make(chan struct{}, 1),
+		hurryCh:   make(chan struct{}, 1),
+		closeCh:   make(chan struct{}),
+		doneCh:    make(chan struct{}),
+	}
+	disk, err := w.listDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := w.recoverAll(disk)
+	if err != nil {
+		for _, d := range disk {
+			_ = d.file.Close()
+		}
+		if w.hs != nil && w.hs.file != nil {
+			_ = w.hs.file.Close()
+		}
+		return nil, nil, err
+	}
+	if opts.manualFlush {
+		close(w.doneCh)
+	} else {
+		go w.runFlusher()
+	}
+	return w, rec, nil
+}
+
+// listDir opens every segment file and reads its header; it removes half-made segments
+// and collects free ones.
+func (w *WAL) listDir() ([]*diskSegment, error) {
+	names, err := w.fs.List(w.dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: list %s: %w", w.dir, err)
+	}
+	var disk []*diskSegment
+	for _, name := range names {
+		prefix, gen, ok := parseSegmentFileName(name)
+		if !ok {
+			continue
+		}
+		w.generationMax = max(w.generationMax, gen)
+		switch prefix {
+		case prefixSegment:
+			d, err := w.openDiskSegment(name, gen)
+			if err != nil {
+				for _, d := range disk {
+					_ = d.file.Close()
+				}
+				return nil, err
+			}
+			disk = append(disk, d)
+		case prefixFree:
+			w.free = append(w.free, name)
+		case prefixTmp:
+			if err := w.fs.Remove(filepath.Join(w.dir, name)); err != nil {
+				w.log.Warn("wal: cannot remove half-made segment", "file", name, "err", err)
+			}
+		}
+	}
+	slices.SortFunc(disk, func(a, b *diskSegment) int { return int64Cmp(a.generation, b.generation) })
+	return disk, nil
+}
+
+func int64Cmp(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (w *WAL) openDiskSegment(name string, gen uint64) (*diskSegment, error) {
+	f, err := w.fs.Open(filepath.Join(w.dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("wal: open %s: %w", name, err)
+	}
+	d := &diskSegment{name: name, generation: gen, file: f}
+	src := &segmentSource{name: name, file: f, buf: make([]byte, segmentHeaderBytes), retries: w.opts.ReadRetries}
+	if err := src.reread(0, segmentHeaderBytes); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("wal: read header of %s: %w", name, err)
+	}
+	src.verify(0, segmentHeaderBytes, func(b []byte) bool {
+		d.hdr, d.hdrErr = decodeSegmentHeader(b)
+		return d.hdrErr == nil
+	})
+	if d.hdrErr == nil && d.hdr.generation != gen {
+		d.hdrErr = fmt.Errorf("%w: %s holds generation %d", ErrCorrupt, name, d.hdr.generation)
+	}
+	if d.hdrErr != nil {
+		d.hdrErr = fmt.Errorf("segment %s: %w", name, d.hdrErr)
+	}
+	return d, nil
+}
+
+// recoverAll recovers the hard state and the log, installs the log, and repairs the
+// disk so that new batches can follow: it removes superseded segments, quarantines
+// segments behind a break, and makes the recovered log durable and vouched for (an
+// fdatasync'd seal) or, after TRUNCATED, starts a cut segment that supersedes the rest.
+func (w *WAL) recoverAll(disk []*diskSegment) (*Recovery, error) {
+	hs, hcase, err := openHardState(w.fs, w.dir, len(disk) > 0, w.opts.ReadRetries)
+	if err != nil {
+		return nil, err
+	}
+	w.hs = hs
+	rl, err := w.recoverLog(disk)
+	if err != nil {
+		return nil, err
+	}
+	w.base, w.tip, w.metas, w.segs = rl.base, rl.tip, rl.metas, rl.segs
+	w.cacheFirst = rl.tip.index + 1
+	w.takenIndex = rl.tip.index
+	rec := &rl.rec
+	rec.HardState, rec.HardStateVerdict, rec.HardStateReason = hs.last.state, hcase.verdict, hcase.label+": "+hcase.why
+
+	w.ioMu.Lock()
+	defer w.ioMu.Unlock()
+	w.diskTip = rl.tip
+	if err := w.releaseRecovered(rl, rec); err != nil {
+		return nil, err
+	}
+	if err := w.prepareTail(rl); err != nil {
+		return nil, fmt.Errorf("wal: make recovered log durable: %w", err)
+	}
+	w.durableIndex.Store(rl.tip.index)
+	rec.IndexFirst, rec.IndexLast, rec.DurableIndex = rl.base.index+1, rl.tip.index, rl.tip.index
+	w.logRecovery(rec)
+	return rec, nil
+}
+
+// releaseRecovered closes and removes superseded segments and renames quarantined ones.
+func (w *WAL) releaseRecovered(rl *recoveredLog, rec *Recovery) error {
+	for _, d := range rl.discard {
+		_ = d.file.Close()
+		if err := w.fs.Remove(filepath.Join(w.dir, d.name)); err != nil {
+			w.log.Warn("wal: cannot remove superseded segment", "file", d.name, "err", err)
+		}
+	}
+	for _, d := range rl.quarantine {
+		_ = d.file.Close()
+		to := segmentFileName(prefixCorrupt, d.generation)
+		if err := w.fs.Rename(filepath.Join(w.dir, d.name), filepath.Join(w.dir, to)); err != nil {
+			return fmt.Errorf("wal: quarantine %s: %w", d.name, err)
+		}
+		rec.Quarantined = append(rec.Quarantined, to)
+	}
+	if len(rl.discard)+len(rl.quarantine) > 0 {
+		if err := w.fs.SyncDir(w.dir); err != nil {
+			return fmt.Errorf("wal: sync %s: %w", w.dir, err)
+		}
+	}
+	return nil
+}
+
+// prepareTail leaves the log durable, vouched for on disk, and ready for the next
+// batch.
+func (w *WAL) prepareTail(rl *recoveredLog) error {
+	if len(rl.segs) == 0 {
+		return w.startSegment(rl.base, flagBase)
+	}
+	last := rl.segs[len(rl.segs)-1]
+	w.active = last
+	last.writeOffset = rl.last.writeOffset
+	if rl.rec.Verdict == Truncated {
+		// Everything kept is vouched for by what lies behind the break; fdatasync anyway,
+		// then supersede the break with a cut segment.
+		last.dirty = true
+		return w.startSegment(rl.tip, 0)
+	}
+	// Rewrite the last batch before fdatasync: after an fdatasync EIO in an earlier life
+	// the page cache may show bytes that never reached the disk and that a bare
+	// fdatasync would not write (they were marked clean).
+	if q := rl.last.lastBatchOffset; q >= 0 {
+		if _, err := last.file.WriteAt(rl.lastSrc.buf[q:last.writeOffset], q); err != nil {
+			return fmt.Errorf("rewrite last batch of %s: %w", last.name, err)
+		}
+		last.dirty = true
+		if err := w.syncSegment(last); err != nil {
+			return err
+		}
+	}
+	if !rl.last.lastBatchRecords {
+		return nil // the last batch is a seal, or there is none: nothing unvouched
+	}
+	last.unvouched = true
+	return w.seal()
+}
+
+func (w *WAL) logRecovery(rec *Recovery) {
+	attrs := []any{"verdict", rec.Verdict.String(), "case", rec.Case, "reason", rec.Reason,
+		"index_first", rec.IndexFirst, "index_last", rec.IndexLast, "stop_segment", rec.StopSegment,
+		"stop_offset", rec.StopOffset, "hard_state_verdict", rec.HardStateVerdict.String(),
+		"hard_state_reason", rec.HardStateReason}
+	if rec.EvidenceOffset >= 0 {
+		attrs = append(attrs, "evidence_offset", rec.EvidenceOffset)
+	}
+	if len(rec.Quarantined) > 0 {
+		attrs = append(attrs, "quarantined", rec.Quarantined)
+	}
+	switch {
+	case rec.Verdict == Truncated || rec.HardStateVerdict == Truncated:
+		w.log.Error("wal: RECOVERY TRUNCATED: the log or hard state lost durable data; do not count this node as holding anything past index_last until it has caught up", attrs...)
+	case rec.Verdict == TornTail || rec.HardStateVerdict == TornTail:
+		w.log.Warn("wal: recovery dropped an incomplete tail", attrs...)
+	default:
+		w.log.Info("wal: recovery clean", attrs...)
+	}
+}
+
+// startSegment fdatasyncs the active segment and starts a new one whose first index
+// follows tip. Segments starting at or after that index (all, for a base segment) are
+// superseded: they leave the log and their files are released. Called with ioMu held.
+func (w *WAL) startSegment(tip chainTip, flags uint16) error {
+	if err := w.syncSegment(w.active); err != nil {
+		return err
+	}
+	gen := w.generationMax + 1
+	seg, err := w.createSegment(segmentHeader{
+		flags:        flags,
+		blockBytes:   uint32(w.opts.BlockBytes),
+		generation:   gen,
+		indexFirst:   tip.index + 1,
+		termPrev:     tip.term,
+		segmentBytes: uint64(w.opts.SegmentBytes),
+		checksumPrev: tip.checksum,
+	})
+	if err != nil {
+		return err
+	}
+	w.generationMax = gen
+	w.mu.Lock()
+	var kept, dropped []*segment
+	for _, s := range w.segs {
+		if flags&flagBase != 0 || s.hdr.indexFirst >= seg.hdr.indexFirst {
+			dropped = append(dropped, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	w.segs = append(kept, seg)
+	w.mu.Unlock()
+	w.active, w.diskTip = seg, tip
+	w.releaseSegments(dropped, false)
+	return nil
+}
+
+// releaseSegments closes segments that left the log and recycles or removes their
+// files. For compaction (ordered), the directory is synced after each removal, oldest
+// first, so that after a crash the segments left on disk still form one chain: a crash
+// cannot bring an old segment back with a gap behind it. Superseded segments need no
+// order: if one comes back, recovery sees a later generation superseding it.
+// Called with ioMu held and mu not held.
+func (w *WAL) releaseSegments(segs []*segment, ordered bool) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	w.filesMu.Lock()
+	for _, s := range segs {
+		_ = s.file.Close()
+	}
+	w.filesMu.Unlock()
+	var errs []error
+	for _, s := range segs {
+		from := filepath.Join(w.dir, s.name)
+		var err error
+		if len(w.free) < w.opts.RecycleMax {
+			to := segmentFileName(prefixFree, s.hdr.generation)
+			if err = w.fs.Rename(from, filepath.Join(w.dir, to)); err == nil {
+				w.free = append(w.free, to)
+			}
+		} else {
+			err = w.fs.Remove(from)
+		}
+		if err == nil && ordered {
+			err = w.fs.SyncDir(w.dir)
+		}
+		if err != nil {
+			w.log.Warn("wal: cannot release segment", "file", s.name, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
