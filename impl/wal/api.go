@@ -153,8 +153,9 @@ func (w *WAL) trimPendingLocked(from uint64, marker bool) {
 
 // Reset discards the whole log and restarts it empty after (index, term), the last
 // entry covered by a snapshot the caller has made durable (Raft InstallSnapshot). The
-// compaction watermark and the durable index become index; the next append is
-// index+1. Like a truncation it reaches the disk in order with later appends.
+// compaction watermark becomes index and the next append is index+1. The durable index
+// reaches index once the reset is on disk; like a truncation, the reset reaches the disk
+// in order with later appends.
 func (w *WAL) Reset(index, term uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -167,7 +168,9 @@ func (w *WAL) Reset(index, term uint64) error {
 	base := chainTip{index: index, term: term, checksum: chainSeed(index, term)}
 	w.base, w.tip, w.metas = base, base, nil
 	w.cache, w.cacheFirst, w.cacheBytes = nil, index+1, 0
-	w.durableIndex.Store(index)
+	// The durable index reaches index only when the reset itself is on disk; until then
+	// it may sit below the new watermark (a crash would bring the old log back).
+	w.durableIndex.Store(min(w.durableIndex.Load(), index))
 	w.inflightCap = min(w.inflightCap, index)
 	w.pending = []op{{kind: opReset, tip: base}}
 	w.takenIndex = index

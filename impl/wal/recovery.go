@@ -80,6 +80,17 @@ type scanResult struct {
 	// evidenceOffset is where a valid current-generation batch lies behind the stop
 	// (-1: none found, or not looked for).
 	evidenceOffset int64
+	// batches are the accepted batches, for diagnostics and tests.
+	batches []batchExtent
+}
+
+// batchExtent is where an accepted batch lies: header at offset, live bytes (header and
+// the records taken into the log) up to liveEnd.
+type batchExtent struct {
+	offset     int64
+	liveEnd    int64
+	indexFirst uint64
+	count      uint32
 }
 
 // scanSegment walks the batches of one segment from its first block, continuing the
@@ -133,10 +144,13 @@ func scanSegment(src *segmentSource, hdr segmentHeader, tip chainTip, limit uint
 			return res
 		}
 		res.records = append(res.records, recs...)
+		ext := batchExtent{offset: p, liveEnd: p + batchHeaderBytes, indexFirst: h.indexFirst, count: h.count}
 		if n := len(recs); n > 0 {
 			r := recs[n-1]
 			res.tip = chainTip{index: r.index, term: r.term, checksum: r.checksum}
+			ext.liveEnd = r.offset + int64(r.size)
 		}
+		res.batches = append(res.batches, ext)
 		res.lastBatchOffset, res.lastBatchRecords = p, h.count > 0
 		p += alignUp(batchHeaderBytes+int64(h.bodyBytes), block)
 		if limitHit {
@@ -221,6 +235,11 @@ func findEvidence(src *segmentSource, generation uint64, from, block int64) int6
 	return -1
 }
 
+type segmentScan struct {
+	name string
+	res  *scanResult
+}
+
 // recoveredLog is the log recovery rebuilt, and what to do with the files.
 type recoveredLog struct {
 	segs  []*segment
@@ -233,6 +252,8 @@ type recoveredLog struct {
 	lastSrc *segmentSource
 	rcase   recoveryCase
 	rec     Recovery
+	// scans are the scan results of the kept segments, for diagnostics and tests.
+	scans []segmentScan
 	// discard: superseded segments, removed. quarantine: segments behind a break,
 	// renamed to corrupt-*.
 	discard    []*diskSegment
@@ -273,13 +294,16 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 		for j := k + 1; j < len(rel) && rel[j].hdrErr == nil; j++ {
 			limit = min(limit, rel[j].hdr.indexFirst-1)
 		}
-		if k == 0 {
-			out.base = chainTip{index: d.hdr.indexFirst - 1, term: d.hdr.termPrev, checksum: d.hdr.checksumPrev}
-			out.tip = out.base
-		} else if role == roleInner && d.hdr.indexFirst > limit+1 {
+		if role == roleInner && d.hdr.indexFirst > limit+1 {
+			// A later segment starts below this one: a truncation replaced all of it.
 			decide(roleInner, endSuperseded, false)
 			out.discard = append(out.discard, d)
 			continue
+		}
+		if len(out.segs) == 0 {
+			// The oldest segment still needed: its header is the compaction watermark.
+			out.base = chainTip{index: d.hdr.indexFirst - 1, term: d.hdr.termPrev, checksum: d.hdr.checksumPrev}
+			out.tip = out.base
 		} else if d.hdr.indexFirst != out.tip.index+1 || d.hdr.checksumPrev != out.tip.checksum || d.hdr.termPrev != out.tip.term {
 			why := fmt.Sprintf("segment starts at %d (term %d, chain %08x), log ends at %d (term %d, chain %08x)",
 				d.hdr.indexFirst, d.hdr.termPrev, d.hdr.checksumPrev, out.tip.index, out.tip.term, out.tip.checksum)
@@ -300,6 +324,7 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 		out.tip = res.tip
 		out.segs = append(out.segs, seg)
 		out.last, out.lastSrc = &res, src
+		out.scans = append(out.scans, segmentScan{name: d.name, res: &res})
 		switch res.end {
 		case endZero, endStale, endHeaderDamaged, endBodyDamaged:
 			if role == roleLast {

@@ -75,8 +75,9 @@ type WAL struct {
 
 	mu sync.Mutex
 	// base is the chain at indexFirst-1 (the compaction watermark); tip is the last
-	// appended record. Invariants: base.index <= durableIndex <= tip.index;
-	// len(metas) == tip.index-base.index.
+	// appended record. Invariants: durableIndex <= tip.index; base.index <=
+	// durableIndex except between a Reset and its flush; len(metas) ==
+	// tip.index-base.index.
 	base  chainTip
 	tip   chainTip
 	metas []entryMeta
@@ -410,11 +411,13 @@ func (w *WAL) startSegment(tip chainTip, flags uint16) error {
 }
 
 // releaseSegments closes segments that left the log and recycles or removes their
-// files. For compaction (ordered), the directory is synced after each removal, oldest
-// first, so that after a crash the segments left on disk still form one chain: a crash
-// cannot bring an old segment back with a gap behind it. Superseded segments need no
-// order: if one comes back, recovery sees a later generation superseding it.
-// Called with ioMu held and mu not held.
+// files. A file is reused only once its free-* name is durable (the directory synced
+// after the rename): otherwise a crash during its reuse could bring back its old
+// seg-* name over its new header. For compaction (ordered), the directory is synced
+// after each release, oldest first, so that after a crash the segments left on disk
+// still form one chain: a crash cannot bring an old segment back with a gap behind it.
+// Superseded segments need no order: if one comes back, recovery sees a later
+// generation superseding it. Called with ioMu held and mu not held.
 func (w *WAL) releaseSegments(segs []*segment, ordered bool) error {
 	if len(segs) == 0 {
 		return nil
@@ -425,19 +428,22 @@ func (w *WAL) releaseSegments(segs []*segment, ordered bool) error {
 	}
 	w.filesMu.Unlock()
 	var errs []error
-	for _, s := range segs {
+	var freed []string
+	for i, s := range segs {
 		from := filepath.Join(w.dir, s.name)
 		var err error
-		if len(w.free) < w.opts.RecycleMax {
+		if len(w.free)+len(freed) < w.opts.RecycleMax {
 			to := segmentFileName(prefixFree, s.hdr.generation)
 			if err = w.fs.Rename(from, filepath.Join(w.dir, to)); err == nil {
-				w.free = append(w.free, to)
+				freed = append(freed, to)
 			}
 		} else {
 			err = w.fs.Remove(from)
 		}
-		if err == nil && ordered {
-			err = w.fs.SyncDir(w.dir)
+		if err == nil && (ordered || i == len(segs)-1) {
+			if err = w.fs.SyncDir(w.dir); err == nil {
+				w.free, freed = append(w.free, freed...), nil
+			}
 		}
 		if err != nil {
 			w.log.Warn("wal: cannot release segment", "file", s.name, "err", err)

@@ -45,7 +45,8 @@ type MemConfig struct {
 //     (an arbitrary subset of its sectors), or kept in part with one sector torn (a
 //     prefix of the sector's new bytes over its old bytes). Each directory's namespace
 //     either keeps its unsynced changes or reverts to its last SyncDir, as a whole.
-//     Handles opened before the crash fail with ErrCrashed afterwards.
+//     Every operation then fails with ErrCrashed (the process using the disk is dead)
+//     until Restart; handles opened before the crash stay dead after it.
 //   - Sync failure (EIO): the file's dirty writes are resolved as at a crash and then
 //     marked clean, so a later successful Sync does not write them; reads keep showing
 //     them (Linux keeps the failed pages in the cache). Nothing written since the last
@@ -61,6 +62,9 @@ type MemFS struct {
 
 	// life counts crashes; a handle works only in the life it was opened in.
 	life uint64
+	// down: the disk crashed and the process using it is dead; every operation fails
+	// with ErrCrashed until Restart.
+	down bool
 	// inodeIDNext numbers inodes, for messages.
 	inodeIDNext uint64
 	// names is the namespace that Open and List see now.
@@ -151,6 +155,9 @@ func (m *MemFS) Events() []string {
 // step counts a mutating operation and crashes the disk if this is the scheduled one.
 // Called with m.mu held.
 func (m *MemFS) step(op, name string) error {
+	if m.down {
+		return &fs.PathError{Op: op, Path: name, Err: ErrCrashed}
+	}
 	m.opCount++
 	if m.crashAtOp != 0 && m.opCount == m.crashAtOp {
 		m.eventf("crash at op %d (%s %s)", m.opCount, op, name)
@@ -204,6 +211,9 @@ func (m *MemFS) Open(name string) (File, error) {
 	name = clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrCrashed}
+	}
 	ino := m.names[name]
 	if ino == nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
@@ -251,6 +261,9 @@ func (m *MemFS) List(dir string) ([]string, error) {
 	dir = clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return nil, &fs.PathError{Op: "list", Path: dir, Err: ErrCrashed}
+	}
 	if !m.dirs[dir] {
 		return nil, &fs.PathError{Op: "list", Path: dir, Err: fs.ErrNotExist}
 	}
@@ -293,6 +306,9 @@ func (m *MemFS) MkdirAll(dir string) error {
 	dir = clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: ErrCrashed}
+	}
 	for d := dir; !m.dirs[d]; d = path.Dir(d) {
 		m.dirs[d] = true
 	}
@@ -422,8 +438,9 @@ func (m *MemFS) WriteFile(name string, data []byte) error {
 	return nil
 }
 
-// Crash loses what a power failure may lose (see MemFS) and starts a new life: handles
-// opened before fail with ErrCrashed.
+// Crash loses what a power failure may lose (see MemFS). The disk stays down (every
+// operation fails with ErrCrashed) until Restart; handles opened before the crash stay
+// dead.
 func (m *MemFS) Crash() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -474,6 +491,15 @@ func (m *MemFS) crashLocked() {
 	}
 	m.faults = nil
 	m.life++
+	m.down = true
+}
+
+// Restart brings the disk back after a crash, as a reboot would: what the crash left
+// is what the next process sees.
+func (m *MemFS) Restart() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.down = false
 }
 
 // resolveDirtyLocked applies each dirty write to stable storage whole, in part, torn or
@@ -542,6 +568,9 @@ type memFile struct {
 }
 
 func (f *memFile) check(op string) error {
+	if f.fs.down {
+		return &fs.PathError{Op: op, Path: f.name, Err: ErrCrashed}
+	}
 	if f.closed {
 		return &fs.PathError{Op: op, Path: f.name, Err: fs.ErrClosed}
 	}
