@@ -294,9 +294,9 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 		for j := k + 1; j < len(rel) && rel[j].hdrErr == nil; j++ {
 			limit = min(limit, rel[j].hdr.indexFirst-1)
 		}
-		if role == roleInner && d.hdr.indexFirst > limit+1 {
+		if role == roleInner && d.hdr.indexFirst-1 > limit {
 			// A later segment starts below this one: a truncation replaced all of it.
-			decide(roleInner, endSuperseded, false)
+			out.rec.Path = append(out.rec.Path, decide(roleInner, endSuperseded, false).label)
 			out.discard = append(out.discard, d)
 			continue
 		}
@@ -308,6 +308,15 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 			why := fmt.Sprintf("segment starts at %d (term %d, chain %08x), log ends at %d (term %d, chain %08x)",
 				d.hdr.indexFirst, d.hdr.termPrev, d.hdr.checksumPrev, out.tip.index, out.tip.term, out.tip.checksum)
 			out.stop(decide(role, endLink, false), why, d.name, 0)
+			out.quarantine = append(out.quarantine, rel[k:]...)
+			return out, nil
+		}
+		if nextDamaged {
+			// Where the damaged segment took over is unknown: it may be a truncation
+			// segment superseding any part of this one (startSegment makes this the only
+			// segment it can overlap). Nothing here can be trusted to be the log.
+			why := fmt.Sprintf("%v; %s before it is dropped whole, since where the damaged segment took over is unknown", rel[k+1].hdrErr, d.name)
+			out.stop(decide(roleInner, endSegmentHeader, false), why, d.name, 0)
 			out.quarantine = append(out.quarantine, rel[k:]...)
 			return out, nil
 		}
@@ -332,11 +341,8 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 			}
 		}
 		c := decide(role, res.end, res.evidenceOffset >= 0)
-		if nextDamaged && c.action == actionContinue {
-			c = decide(roleInner, endSegmentHeader, false)
-			res.detail = rel[k+1].hdrErr.Error()
-		}
 		if c.action == actionContinue {
+			out.rec.Path = append(out.rec.Path, c.label)
 			continue
 		}
 		out.stop(c, res.detail, d.name, res.writeOffset)
@@ -351,6 +357,7 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 
 func (out *recoveredLog) stop(c recoveryCase, detail, segName string, offset int64) {
 	out.rcase = c
+	out.rec.Path = append(out.rec.Path, c.label)
 	out.rec.Verdict, out.rec.Case = c.verdict, c.label
 	out.rec.Reason = c.why
 	if detail != "" {

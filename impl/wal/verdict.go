@@ -37,6 +37,8 @@ type Recovery struct {
 	// docs/wal.md).
 	Verdict Verdict
 	Case    string
+	// Path lists the decision-table rows met, one per segment read, oldest first.
+	Path []string
 	// Reason says what stopped the scan, in words, with offsets.
 	Reason string
 	// IndexFirst and IndexLast bound the log after recovery; IndexFirst-1 is the

@@ -374,8 +374,13 @@ func (w *WAL) logRecovery(rec *Recovery) {
 }
 
 // startSegment fdatasyncs the active segment and starts a new one whose first index
-// follows tip. Segments starting at or after that index (all, for a base segment) are
-// superseded: they leave the log and their files are released. Called with ioMu held.
+// follows tip. Segments starting after tip.index (all of them, for a base segment) are
+// superseded: they leave the log, and once the new segment is durable their files are
+// released durably (directory synced). A crash in between leaves superseded segments on
+// disk, which recovery skips by generation order. After the release, only the segment
+// that was active when a truncation segment was made can hold records it supersedes;
+// recovery relies on this when a segment header is damaged (docs/wal.md).
+// Called with ioMu held.
 func (w *WAL) startSegment(tip chainTip, flags uint16) error {
 	if err := w.syncSegment(w.active); err != nil {
 		return err
@@ -397,7 +402,7 @@ func (w *WAL) startSegment(tip chainTip, flags uint16) error {
 	w.mu.Lock()
 	var kept, dropped []*segment
 	for _, s := range w.segs {
-		if flags&flagBase != 0 || s.hdr.indexFirst >= seg.hdr.indexFirst {
+		if flags&flagBase != 0 || s.hdr.indexFirst > tip.index {
 			dropped = append(dropped, s)
 		} else {
 			kept = append(kept, s)
@@ -406,18 +411,16 @@ func (w *WAL) startSegment(tip chainTip, flags uint16) error {
 	w.segs = append(kept, seg)
 	w.mu.Unlock()
 	w.active, w.diskTip = seg, tip
-	w.releaseSegments(dropped, false)
-	return nil
+	return w.releaseSegments(dropped, false)
 }
 
-// releaseSegments closes segments that left the log and recycles or removes their
-// files. A file is reused only once its free-* name is durable (the directory synced
-// after the rename): otherwise a crash during its reuse could bring back its old
-// seg-* name over its new header. For compaction (ordered), the directory is synced
-// after each release, oldest first, so that after a crash the segments left on disk
-// still form one chain: a crash cannot bring an old segment back with a gap behind it.
-// Superseded segments need no order: if one comes back, recovery sees a later
-// generation superseding it. Called with ioMu held and mu not held.
+// releaseSegments closes segments that left the log, recycles or removes their files,
+// and syncs the directory, so that the release is durable when it returns without
+// error. A file is reused only once its free-* name is durable: otherwise a crash during
+// its reuse could bring back its old seg-* name over its new header. For compaction
+// (ordered), the directory is synced after each release, oldest first, so that after a
+// crash the segments left on disk still form one chain: a crash cannot bring an old
+// segment back with a gap behind it. Called with ioMu held and mu not held.
 func (w *WAL) releaseSegments(segs []*segment, ordered bool) error {
 	if len(segs) == 0 {
 		return nil
@@ -447,7 +450,7 @@ func (w *WAL) releaseSegments(segs []*segment, ordered bool) error {
 		}
 		if err != nil {
 			w.log.Warn("wal: cannot release segment", "file", s.name, "err", err)
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("release %s: %w", s.name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -111,7 +111,7 @@ const (
 
 type memFault struct {
 	kind  faultKind
-	name  string
+	ino   *inode
 	err   error
 	delta int64
 	off   int64
@@ -348,10 +348,10 @@ func (m *MemFS) SetCapacity(bytes int64) {
 	m.cfg.CapacityBytes = bytes
 }
 
-// takeFault removes and returns the first injected fault of kind for name.
-func (m *MemFS) takeFault(kind faultKind, name string) (memFault, bool) {
+// takeFault removes and returns the first injected fault of kind for ino.
+func (m *MemFS) takeFault(kind faultKind, ino *inode) (memFault, bool) {
 	for i, f := range m.faults {
-		if f.kind == kind && f.name == name {
+		if f.kind == kind && f.ino == ino {
 			m.faults = append(m.faults[:i], m.faults[i+1:]...)
 			return f, true
 		}
@@ -359,35 +359,41 @@ func (m *MemFS) takeFault(kind faultKind, name string) (memFault, bool) {
 	return memFault{}, false
 }
 
-// FailSync makes the next Sync of name fail with EIO, with the consequences described
-// on MemFS.
-func (m *MemFS) FailSync(name string) {
+// inject adds a fault aimed at the file now named name; it stays with that file
+// through renames.
+func (m *MemFS) inject(f memFault, name string) error {
+	name = clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.faults = append(m.faults, memFault{kind: faultSync, name: clean(name)})
+	f.ino = m.names[name]
+	if f.ino == nil {
+		return &fs.PathError{Op: "inject", Path: name, Err: fs.ErrNotExist}
+	}
+	m.faults = append(m.faults, f)
+	return nil
 }
 
-// FailWrite makes the next WriteAt on name fail with err, writing nothing.
-func (m *MemFS) FailWrite(name string, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.faults = append(m.faults, memFault{kind: faultWrite, name: clean(name), err: err})
+// FailSync makes the next Sync of the file fail with EIO, with the consequences
+// described on MemFS.
+func (m *MemFS) FailSync(name string) error {
+	return m.inject(memFault{kind: faultSync}, name)
 }
 
-// MisdirectWrite makes the next WriteAt on name land delta bytes away from where it was
-// aimed (clamped at offset zero); the aimed range keeps its old bytes.
-func (m *MemFS) MisdirectWrite(name string, delta int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.faults = append(m.faults, memFault{kind: faultMisdirect, name: clean(name), delta: delta})
+// FailWrite makes the next WriteAt on the file fail with err, writing nothing.
+func (m *MemFS) FailWrite(name string, err error) error {
+	return m.inject(memFault{kind: faultWrite, err: err}, name)
 }
 
-// FlipBitOnRead makes the next count reads of name that cover byte off return that
+// MisdirectWrite makes the next WriteAt on the file land delta bytes away from where it
+// was aimed (clamped at offset zero); the aimed range keeps its old bytes.
+func (m *MemFS) MisdirectWrite(name string, delta int64) error {
+	return m.inject(memFault{kind: faultMisdirect, delta: delta}, name)
+}
+
+// FlipBitOnRead makes the next count reads of the file that cover byte off return that
 // byte with bit flipped; the stored byte is intact.
-func (m *MemFS) FlipBitOnRead(name string, off int64, bit uint, count int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.faults = append(m.faults, memFault{kind: faultReadFlip, name: clean(name), off: off, bit: bit % 8, count: count})
+func (m *MemFS) FlipBitOnRead(name string, off int64, bit uint, count int) error {
+	return m.inject(memFault{kind: faultReadFlip, off: off, bit: bit % 8, count: count}, name)
 }
 
 // FlipBit flips a bit at rest: in stable storage and in the page cache.
@@ -596,7 +602,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	n := copy(p, f.ino.data[off:])
 	kept := m.faults[:0]
 	for _, flt := range m.faults {
-		if flt.kind == faultReadFlip && flt.name == f.name && flt.off >= off && flt.off < off+int64(n) {
+		if flt.kind == faultReadFlip && flt.ino == f.ino && flt.off >= off && flt.off < off+int64(n) {
 			p[flt.off-off] ^= 1 << flt.bit
 			m.eventf("flip on read %s offset %d bit %d", f.name, flt.off, flt.bit)
 			flt.count--
@@ -631,7 +637,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: fs.ErrInvalid}
 	}
-	if flt, ok := m.takeFault(faultWrite, f.name); ok {
+	if flt, ok := m.takeFault(faultWrite, f.ino); ok {
 		m.eventf("write error %s offset %d: %v", f.name, off, flt.err)
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: flt.err}
 	}
@@ -639,7 +645,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	aimed := off
-	if flt, ok := m.takeFault(faultMisdirect, f.name); ok {
+	if flt, ok := m.takeFault(faultMisdirect, f.ino); ok {
 		off = max(0, off+flt.delta)
 	} else if m.cfg.MisdirectRate > 0 && m.rng.Float64() < m.cfg.MisdirectRate {
 		sectors := int64(m.rng.IntN(8) - 4)
@@ -667,7 +673,7 @@ func (f *memFile) Sync() error {
 	if err := m.step("sync", f.name); err != nil {
 		return err
 	}
-	_, fail := m.takeFault(faultSync, f.name)
+	_, fail := m.takeFault(faultSync, f.ino)
 	if !fail && m.cfg.SyncFailRate > 0 && m.rng.Float64() < m.cfg.SyncFailRate {
 		fail = true
 	}

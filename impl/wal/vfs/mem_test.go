@@ -16,6 +16,13 @@ func mustWrite(t *testing.T, f File, p []byte, off int64) {
 	}
 }
 
+func mustNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newDisk(t *testing.T, cfg MemConfig) *MemFS {
 	t.Helper()
 	m := NewMemFS(cfg)
@@ -137,7 +144,7 @@ func TestMemSyncEIOMarksClean(t *testing.T) {
 		_ = f.Sync()
 		_ = m.SyncDir("/d")
 		mustWrite(t, f, []byte("payload"), 0)
-		m.FailSync("/d/a")
+		mustNil(t, m.FailSync("/d/a"))
 		err := f.Sync()
 		if !errors.Is(err, syscall.EIO) {
 			t.Fatalf("err %v, want EIO", err)
@@ -163,7 +170,7 @@ func TestMemReadFlips(t *testing.T) {
 	m := newDisk(t, MemConfig{Seed: 1})
 	f, _ := m.Create("/d/a")
 	mustWrite(t, f, []byte{0, 0, 0, 0}, 0)
-	m.FlipBitOnRead("/d/a", 2, 3, 1)
+	mustNil(t, m.FlipBitOnRead("/d/a", 2, 3, 1))
 	b := make([]byte, 4)
 	_, _ = f.ReadAt(b, 0)
 	if b[2] != 8 {
@@ -199,7 +206,7 @@ func TestMemMisdirectedWrite(t *testing.T) {
 	m := newDisk(t, MemConfig{Seed: 1})
 	f, _ := m.Create("/d/a")
 	mustWrite(t, f, make([]byte, 2048), 0)
-	m.MisdirectWrite("/d/a", 1024)
+	mustNil(t, m.MisdirectWrite("/d/a", 1024))
 	mustWrite(t, f, []byte("abc"), 0)
 	got, _ := m.ReadFile("/d/a")
 	if !bytes.Equal(got[:3], []byte{0, 0, 0}) || string(got[1024:1027]) != "abc" {
@@ -219,7 +226,7 @@ func TestMemCapacityAndWriteErrors(t *testing.T) {
 	if _, err := f.WriteAt(make([]byte, 200), 900); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("write beyond capacity: %v, want ENOSPC", err)
 	}
-	m.FailWrite("/d/a", syscall.EIO)
+	mustNil(t, m.FailWrite("/d/a", syscall.EIO))
 	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("injected write error: %v", err)
 	}
