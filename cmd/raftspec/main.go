@@ -1,0 +1,275 @@
+// Command raftspec model-checks the specification in spec/: it explores the
+// reachable states of a bounded model, takes random walks through it, and
+// replays traces (from spec/ or impl/) against it.
+//
+//	raftspec explore -profile raft -servers 3 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1
+//	raftspec simulate -profile durable -servers 3 ... -walks 10000 -depth 60
+//	raftspec check-trace FILE...
+//
+// The last line explore prints on stdout is the contract other tools parse:
+//
+//	distinct=N generated=N depth=N result=ok
+//	distinct=N generated=N depth=N result=violation invariant=NAME trace=PATH   (exit status 1)
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/durableraft/durableraft/spec"
+)
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: raftspec <command> [flags]
+
+commands:
+  explore      breadth-first search of every reachable state within the bounds
+  simulate     seeded random walks within the bounds
+  check-trace  replay ndjson traces against the spec
+
+run 'raftspec <command> -h' for the flags of a command.
+`)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "explore":
+		err = explore(os.Args[2:], os.Stdout, os.Stderr)
+	case "simulate":
+		err = simulate(os.Args[2:], os.Stdout, os.Stderr)
+	case "check-trace":
+		err = checkTrace(os.Args[2:], os.Stdout, os.Stderr)
+	case "-h", "-help", "--help", "help":
+		usage(os.Stdout)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "raftspec: unknown command %q\n", os.Args[1])
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	var exit exitError
+	switch {
+	case errors.As(err, &exit):
+		os.Exit(int(exit))
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "raftspec:", err)
+		os.Exit(2)
+	}
+}
+
+// exitError is an exit status whose explanation is already printed.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+type modelFlags struct {
+	profile, bugs                    string
+	servers, values                  int
+	maxTerm, maxLog, maxDup, maxMsgs int
+	crashes, corruptions             int
+}
+
+func (f *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.profile, "profile", "raft", "protocol: raft (raft.tla) or durable (with the durability extensions)")
+	fs.IntVar(&f.servers, "servers", 3, "Cardinality(Server)")
+	fs.IntVar(&f.values, "values", 1, "Cardinality(Value)")
+	fs.IntVar(&f.maxTerm, "max-term", 2, "bound: currentTerm[i] <= N")
+	fs.IntVar(&f.maxLog, "max-log", 1, "bound: Len(log[i]) <= N")
+	fs.IntVar(&f.maxDup, "max-dup", 1, "bound: messages[m] <= N")
+	fs.IntVar(&f.maxMsgs, "max-msgs", 1, "bound: Cardinality(DOMAIN messages) <= N")
+	fs.IntVar(&f.crashes, "crashes", 0, "durable: Crash steps a behaviour may take")
+	fs.IntVar(&f.corruptions, "corruptions", 0, "durable: Corrupt steps a behaviour may take")
+	fs.StringVar(&f.bugs, "bug", "", "durable: comma-separated fixes to switch off: "+strings.Join(spec.AllBugs(), ", "))
+}
+
+func (f *modelFlags) model() (*spec.Model, error) {
+	p, err := spec.ParseProfile(f.profile)
+	if err != nil {
+		return nil, err
+	}
+	bugs, err := spec.ParseBugs(f.bugs)
+	if err != nil {
+		return nil, err
+	}
+	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
+		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
+		Crashes: f.crashes, Corruptions: f.corruptions, Bugs: bugs})
+}
+
+func explore(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	workers := fs.Int("workers", 1, "parallel workers")
+	invariant := fs.String("invariant", "", "check only this invariant (compare verdicts with TLC one to one)")
+	tracePath := fs.String("trace", "", "where to write a counterexample (default: a new file in the temp dir)")
+	sometimes := fs.String("sometimes", "", "comma-separated reachability properties that must be reached (or 'all'); unreached fails the run")
+	witnessDir := fs.String("witness-dir", "", "write a trace reaching each reached property into this directory")
+	progress := fs.Duration("progress", time.Minute, "interval between progress lines on stderr")
+	maxDistinct := fs.Int64("max-distinct", 0, "stop after this many distinct states (result=incomplete); 0 = no limit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	m, err := mf.model()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "raftspec explore: %v, workers=%d\n", m.Config, *workers)
+	res, err := spec.Explore(m, spec.Options{Workers: *workers, Invariant: *invariant,
+		Progress: stderr, ProgressEvery: *progress, MaxDistinct: *maxDistinct})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "Finished in %v: %d states generated, %d distinct states found, depth %d.\n",
+		res.Elapsed.Round(time.Millisecond), res.Generated, res.Distinct, res.Depth)
+	for _, r := range res.Reached {
+		status := "unreached"
+		if r.Found {
+			status = "reached"
+		}
+		fmt.Fprintf(stdout, "sometimes %-24s %s\n", r.Name, status)
+		if r.Found && *witnessDir != "" {
+			if err := m.WriteTraceFile(filepath.Join(*witnessDir, r.Name+".ndjson"), r.Witness()); err != nil {
+				return err
+			}
+		}
+	}
+	if v := res.Violation; v != nil {
+		path := *tracePath
+		if path == "" {
+			f, err := os.CreateTemp("", "raftspec-counterexample-*.ndjson")
+			if err != nil {
+				return err
+			}
+			path = f.Name()
+			f.Close()
+		}
+		if err := m.WriteTraceFile(path, v.Trace); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Error: invariant %s is violated: %s\n", v.Invariant, v.Detail)
+		for k, st := range v.Trace {
+			if k == 0 {
+				fmt.Fprintf(stderr, "  %2d: Init\n", k)
+				continue
+			}
+			fmt.Fprintf(stderr, "  %2d: %v\n", k, st.Label)
+		}
+		fmt.Fprintln(stdout, res.Summary(path))
+		return exitError(1)
+	}
+	if *sometimes != "" {
+		if err := spec.CheckReached(res.Reached, strings.Split(*sometimes, ",")); err != nil {
+			fmt.Fprintln(stderr, "Error:", err)
+			fmt.Fprintln(stdout, strings.Replace(res.Summary(""), "result=ok", "result=unreachable", 1))
+			return exitError(1)
+		}
+	}
+	fmt.Fprintln(stdout, res.Summary(""))
+	if !res.Complete {
+		return exitError(1)
+	}
+	return nil
+}
+
+func simulate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	walks := fs.Int("walks", 1000, "number of random walks")
+	depth := fs.Int("depth", 100, "steps per walk at most")
+	seed := fs.Uint64("seed", 1, "seed of walk 0 (walk k uses seed+k)")
+	workers := fs.Int("workers", 1, "parallel workers")
+	invariant := fs.String("invariant", "", "check only this invariant")
+	tracePath := fs.String("trace", "", "where to write a counterexample (default: a new file in the temp dir)")
+	traceDir := fs.String("trace-dir", "", "write every walk as a trace into this directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	m, err := mf.model()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "raftspec simulate: %v, walks=%d depth=%d seed=%d\n", m.Config, *walks, *depth, *seed)
+	opt := spec.SimOptions{Walks: *walks, Depth: *depth, Seed: *seed, Invariant: *invariant, Workers: *workers}
+	var writeErr error
+	if *traceDir != "" {
+		opt.OnWalk = func(walk int, steps []spec.Step) {
+			p := filepath.Join(*traceDir, fmt.Sprintf("walk-%06d.ndjson", walk))
+			if err := m.WriteTraceFile(p, steps); err != nil {
+				writeErr = err
+			}
+		}
+	}
+	start := time.Now()
+	res, err := spec.Simulate(m, opt)
+	if err != nil {
+		return err
+	}
+	if writeErr != nil {
+		return writeErr
+	}
+	fmt.Fprintf(stderr, "Finished in %v.\n", time.Since(start).Round(time.Millisecond))
+	if v := res.Violation; v != nil {
+		path := *tracePath
+		if path == "" {
+			f, err := os.CreateTemp("", "raftspec-counterexample-*.ndjson")
+			if err != nil {
+				return err
+			}
+			path = f.Name()
+			f.Close()
+		}
+		if err := m.WriteTraceFile(path, v.Trace); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Error: invariant %s is violated: %s\n", v.Invariant, v.Detail)
+		fmt.Fprintln(stdout, res.Summary(path))
+		return exitError(1)
+	}
+	fmt.Fprintln(stdout, res.Summary(""))
+	return nil
+}
+
+func checkTrace(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check-trace", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("check-trace: no trace files given")
+	}
+	failed := 0
+	for _, path := range fs.Args() {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		n, err := spec.CheckTraceReader(f)
+		f.Close()
+		if err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%s: REJECTED: %v\n", path, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok (%d events)\n", path, n)
+	}
+	if failed > 0 {
+		return exitError(1)
+	}
+	return nil
+}

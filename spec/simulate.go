@@ -1,0 +1,162 @@
+package spec
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+)
+
+// SimOptions tune Simulate.
+type SimOptions struct {
+	Walks     int    // number of random walks
+	Depth     int    // steps per walk at most
+	Seed      uint64 // walk k uses seed Seed+k, so each walk replays alone
+	Invariant string // only this invariant, when set
+	Workers   int
+	// OnWalk, when set, receives every finished walk (for example to write
+	// it as a trace). It may be called from several goroutines.
+	OnWalk func(walk int, steps []Step)
+}
+
+// SimResult summarises a simulation.
+type SimResult struct {
+	Walks, Steps, Generated int64
+	Violation               *Violation
+	ViolationWalk           int
+}
+
+// Simulate takes seeded random walks from Init for behaviours too deep for
+// breadth-first search. Every successor generated along a walk is checked
+// against the invariants (in bounds or not, as in Explore); the walk moves
+// to one in-bounds successor chosen uniformly at random, and ends at Depth
+// or where no in-bounds successor exists.
+func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
+	invs, err := m.InvariantsFor(opt.Invariant)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = 1
+	}
+	var (
+		res      SimResult
+		walkNext atomic.Int64
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		stop     atomic.Bool
+	)
+	for w := 0; w < opt.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				k := int(walkNext.Add(1)) - 1
+				if k >= opt.Walks {
+					return
+				}
+				steps, generated, v := simulateWalk(m, invs, opt.Depth, opt.Seed+uint64(k))
+				mu.Lock()
+				res.Walks++
+				res.Steps += int64(len(steps) - 1)
+				res.Generated += generated
+				if v != nil && (res.Violation == nil || k < res.ViolationWalk) {
+					res.Violation, res.ViolationWalk = v, k
+					stop.Store(true)
+				}
+				mu.Unlock()
+				if opt.OnWalk != nil {
+					opt.OnWalk(k, steps)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return &res, nil
+}
+
+func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, int64, *Violation) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
+	s := m.Init()
+	steps := []Step{{State: s}}
+	for _, inv := range invs {
+		if d := inv.Check(m, s); d != "" {
+			return steps, 1, &Violation{Invariant: inv.Name, Detail: d, Trace: steps}
+		}
+	}
+	generated := int64(1)
+	for len(steps) <= depth {
+		var succ []Step
+		var violation *Violation
+		m.Next(s, func(n *State, l Label) {
+			generated++
+			if violation != nil {
+				return
+			}
+			for _, inv := range invs {
+				if d := inv.Check(m, n); d != "" {
+					trace := append(append([]Step(nil), steps...), Step{Label: l, State: n})
+					violation = &Violation{Invariant: inv.Name, Detail: d, Trace: trace}
+					return
+				}
+			}
+			if m.InBounds(n) {
+				succ = append(succ, Step{Label: l, State: n})
+			}
+		})
+		if violation != nil {
+			return violation.Trace, generated, violation
+		}
+		if len(succ) == 0 {
+			break
+		}
+		next := pickStep(rng, succ)
+		steps = append(steps, next)
+		s = next.State
+	}
+	return steps, generated, nil
+}
+
+// pickStep chooses the next step as TLC's simulation mode does: first an
+// action uniformly among the enabled ones, then one of its successors.
+// Choosing among successors directly would let the message actions, which
+// have one instance per message in the bag, crowd out the rest.
+func pickStep(rng *rand.Rand, succ []Step) Step {
+	var counts [actionEnd]int
+	enabled := 0
+	for _, st := range succ {
+		if counts[st.Label.Action] == 0 {
+			enabled++
+		}
+		counts[st.Label.Action]++
+	}
+	pick := rng.IntN(enabled)
+	for a := range counts {
+		if counts[a] == 0 {
+			continue
+		}
+		if pick > 0 {
+			pick--
+			continue
+		}
+		k := rng.IntN(counts[a])
+		for _, st := range succ {
+			if st.Label.Action == Action(a) {
+				if k == 0 {
+					return st
+				}
+				k--
+			}
+		}
+	}
+	panic("unreachable")
+}
+
+// Summary is the last line simulate prints.
+func (r *SimResult) Summary(tracePath string) string {
+	line := fmt.Sprintf("walks=%d steps=%d generated=%d", r.Walks, r.Steps, r.Generated)
+	if r.Violation != nil {
+		return line + fmt.Sprintf(" result=violation invariant=%s walk=%d trace=%s", r.Violation.Invariant, r.ViolationWalk, tracePath)
+	}
+	return line + " result=ok"
+}
