@@ -375,7 +375,7 @@ func TestDurableActions(t *testing.T) {
 			successReply(n)
 		}}},
 		{name: "conflict clamps the durable prefix", profile: D, pre: func(s *State) { follower(s, LogOf(e1, e2, e2), 3) },
-			act: func(m *Model, s *State, e Emit) { m.Receive(s, aeReq, e) },
+			act:  func(m *Model, s *State, e Emit) { m.Receive(s, aeReq, e) },
 			want: []func(*State){func(n *State) { n.Log[2], n.DurableLen[2] = LogOf(e1, e2), 2 }}},
 	}
 	runActionCases(t, cases)
