@@ -114,6 +114,7 @@ func (w *WAL) TruncateSuffix(from uint64) error {
 		w.log.Warn("wal: durable index clamped by suffix truncation", "from", d, "to", newTip.index)
 	}
 	w.inflightCap = min(w.inflightCap, newTip.index)
+	w.markRemovedLocked(from)
 	marker := from <= w.takenIndex
 	w.trimPendingLocked(from, marker)
 	if marker {
@@ -166,6 +167,7 @@ func (w *WAL) Reset(index, term uint64) error {
 		return fmt.Errorf("%w: reset to %d below the compaction watermark %d", ErrCompacted, index, w.base.index)
 	}
 	base := chainTip{index: index, term: term, checksum: chainSeed(index, term)}
+	w.markRemovedLocked(w.base.index + 1)
 	w.base, w.tip, w.metas = base, base, nil
 	w.cache, w.cacheFirst, w.cacheBytes = nil, index+1, 0
 	// The durable index reaches index only when the reset itself is on disk; until then
@@ -174,7 +176,6 @@ func (w *WAL) Reset(index, term uint64) error {
 	w.inflightCap = min(w.inflightCap, index)
 	w.pending = []op{{kind: opReset, tip: base}}
 	w.takenIndex = index
-	w.resetEpoch++
 	w.notifyLocked()
 	ring(w.wakeCh)
 	return nil

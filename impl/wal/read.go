@@ -50,7 +50,7 @@ func (w *WAL) Term(index uint64) (uint64, error) {
 // WaitDurable waits until the entry now at index is durable. It returns ErrTruncated if
 // that entry is removed first (TruncateSuffix, Reset), the failure error if the WAL
 // fails, ErrClosed, or the context's error. An index at or below the compaction
-// watermark is durable by construction.
+// watermark is durable by construction (compaction never passes the durable index).
 func (w *WAL) WaitDurable(ctx context.Context, index uint64) error {
 	if w.durableIndex.Load() >= index {
 		return nil // durable <= last index always, so this is the entry now at index
@@ -64,31 +64,53 @@ func (w *WAL) WaitDurable(ctx context.Context, index uint64) error {
 		w.mu.Unlock()
 		return fmt.Errorf("%w: wait for %d beyond last index %d", ErrOutOfRange, index, w.tip.index)
 	}
-	sum, epoch := w.metas[index-w.base.index-1].checksum, w.resetEpoch
+	wt := &waiter{index: index}
+	w.waiters[wt] = struct{}{}
+	defer func() {
+		w.mu.Lock()
+		delete(w.waiters, wt)
+		w.mu.Unlock()
+	}()
 	for {
+		var err error
 		switch {
-		case w.resetEpoch != epoch || index > w.tip.index || index <= w.base.index || w.metas[index-w.base.index-1].checksum != sum:
-			w.mu.Unlock()
-			return fmt.Errorf("%w: entry %d was removed while waiting for it", ErrTruncated, index)
-		case w.durableIndex.Load() >= index:
+		case wt.removed:
+			err = fmt.Errorf("%w: entry %d was removed while waiting for it", ErrTruncated, index)
+		case index <= w.base.index || w.durableIndex.Load() >= index:
 			w.mu.Unlock()
 			return nil
 		case w.failErr != nil:
-			err := w.failErr
-			w.mu.Unlock()
-			return err
+			err = w.failErr
 		case w.closing:
-			w.mu.Unlock()
-			return ErrClosed
+			err = ErrClosed
 		}
 		ch := w.durableCh
 		w.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 		w.mu.Lock()
+	}
+}
+
+// waiter is a WaitDurable in progress; TruncateSuffix and Reset mark the ones whose
+// entry they remove.
+type waiter struct {
+	index   uint64
+	removed bool
+}
+
+// markRemovedLocked marks the waiters for indexes at or above from.
+func (w *WAL) markRemovedLocked(from uint64) {
+	for wt := range w.waiters {
+		if wt.index >= from {
+			wt.removed = true
+		}
 	}
 }
 

@@ -102,10 +102,10 @@ type WAL struct {
 	// inflightCap bounds what the flush in progress may report durable; truncations
 	// lower it.
 	inflightCap uint64
-	// resetEpoch counts Resets, so that a waiter can tell a reset from a compaction.
-	resetEpoch uint64
-	failErr    error
-	closing    bool
+	// waiters are the WaitDurable calls in progress.
+	waiters map[*waiter]struct{}
+	failErr error
+	closing bool
 	// durableCh is closed and replaced whenever durableIndex advances or the WAL fails.
 	durableCh chan struct{}
 	// durableIndex: every index up to it is fdatasync'd. Written under mu. It only
@@ -162,6 +162,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 	w := &WAL{
 		fs: fsys, dir: dir, opts: opts, log: opts.Logger,
 		durableCh: make(chan struct{}),
+		waiters:   map[*waiter]struct{}{},
 		wakeCh:    make(chan struct{}, 1),
 		hurryCh:   make(chan struct{}, 1),
 		closeCh:   make(chan struct{}),
