@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -139,3 +140,6 @@ func listFiles(t testing.TB, fs vfs.FS, prefix string) []string {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed*31+7)) }
+
+// waitYield lets other goroutines run while a test polls a condition.
+func waitYield() { runtime.Gosched() }

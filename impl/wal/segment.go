@@ -59,6 +59,10 @@ type segment struct {
 	// unvouched: the last batch written holds records and no later batch, seal or
 	// segment vouches for it on disk (see Verdict TornTail).
 	unvouched bool
+	// reused: the file may hold bytes of an earlier life past writeOffset. Each batch
+	// write then also zeroes the block after it, so that a log that ends cleanly ends
+	// at a zero block, not in the middle of an old batch (which would read as torn).
+	reused bool
 }
 
 // room is how many body bytes one more batch can carry.
@@ -90,6 +94,7 @@ func (w *WAL) createSegment(hdr segmentHeader) (*segment, error) {
 	tmp := filepath.Join(w.dir, segmentFileName(prefixTmp, hdr.generation))
 	var f vfs.File
 	var err error
+	reused := len(w.free) > 0
 	if n := len(w.free); n > 0 {
 		old := w.free[n-1]
 		w.free = w.free[:n-1]
@@ -107,6 +112,7 @@ func (w *WAL) createSegment(hdr segmentHeader) (*segment, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("create segment %d: %w", hdr.generation, err)
 	}
+	seg.reused = reused
 	return seg, nil
 }
 
@@ -169,7 +175,11 @@ func (w *WAL) writeBatch(seg *segment, recs [][]byte, tip chainTip, placed []pla
 		checksumLast:  tip.checksum,
 	}.encode(buf)
 	total := alignUp(int64(len(buf)), block)
-	buf = append(buf, make([]byte, total-int64(len(buf)))...)
+	write := total
+	if seg.reused && seg.writeOffset+total+block <= int64(seg.hdr.segmentBytes) {
+		write += block
+	}
+	buf = append(buf, make([]byte, write-int64(len(buf)))...)
 	w.buf = buf
 	if _, err := seg.file.WriteAt(buf, seg.writeOffset); err != nil {
 		return start, placed, fmt.Errorf("write batch to %s at %d: %w", seg.name, seg.writeOffset, err)

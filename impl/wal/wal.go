@@ -328,6 +328,7 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 	last := rl.segs[len(rl.segs)-1]
 	w.active = last
 	last.writeOffset = rl.last.writeOffset
+	last.reused = rl.last.end != endZero
 	if rl.rec.Verdict == Truncated {
 		// Everything kept is vouched for by what lies behind the break; fdatasync anyway,
 		// then supersede the break with a cut segment.
