@@ -87,14 +87,14 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 			Mdest:       j,
 		}, msg)
 		label.Branch = BranchReject
-		emit(&n, label)
+		emit(n, label)
 	}
 	// return to follower state
 	if msg.Mterm == s.CurrentTerm[i] && s.State[i] == Candidate {
 		n := *s
 		n.State[i] = Follower
 		label.Branch = BranchReturnToFollower
-		emit(&n, label)
+		emit(n, label)
 	}
 	// accept request
 	if msg.Mterm != s.CurrentTerm[i] || s.State[i] != Follower || !logOk {
@@ -127,7 +127,7 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 			Mdest:       j,
 		}, msg)
 		label.Branch = BranchAlreadyDone
-		emit(&n, label)
+		emit(n, label)
 	case log.Len() >= index && log.Term(index) != entries.Term(1):
 		// conflict: remove 1 entry
 		n := *s
@@ -136,13 +136,13 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 			n.DurableLen[i] = min(s.DurableLen[i], uint8(n.Log[i].Len()))
 		}
 		label.Branch = BranchConflict
-		emit(&n, label)
+		emit(n, label)
 	case log.Len() == prev:
 		// no conflict: append entry
 		n := *s
 		n.Log[i] = log.Append(entries.At(1))
 		label.Branch = BranchAppend
-		emit(&n, label)
+		emit(n, label)
 	}
 }
 

@@ -14,7 +14,7 @@ func (m *Model) Flush(s *State, i ServerID, emit Emit) {
 	}
 	n := *s
 	n.DurableLen[i] = uint8(s.Log[i].Len())
-	emit(&n, Label{Action: ActFlush, I: i})
+	emit(n, Label{Action: ActFlush, I: i})
 }
 
 // Crash replaces raft.tla's Restart: server i loses its volatile state and
@@ -40,7 +40,7 @@ func (m *Model) Crash(s *State, i ServerID, emit Emit) {
 		n.Log[i] = s.Log[i].Prefix(k)
 		n.DurableLen[i] = uint8(k)
 		n.CrashesLeft = s.CrashesLeft - 1
-		emit(&n, Label{Action: ActCrash, I: i, Cut: uint8(k)})
+		emit(n, Label{Action: ActCrash, I: i, Cut: uint8(k)})
 	}
 }
 
@@ -82,6 +82,6 @@ func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
 		n.Verdict[i] = Truncated
 		n.TruncatedAtTerm[i] = s.CurrentTerm[i]
 		n.CorruptionsLeft = s.CorruptionsLeft - 1
-		emit(&n, Label{Action: ActCorrupt, I: i, Cut: uint8(k)})
+		emit(n, Label{Action: ActCorrupt, I: i, Cut: uint8(k)})
 	}
 }

@@ -21,7 +21,7 @@ func (m *Model) resetVolatile(n *State, i ServerID) {
 	n.State[i] = Follower
 	n.VotesResponded[i] = 0
 	n.VotesGranted[i] = 0
-	n.VoterLog[i] = VoterLog{}
+	n.VoterLog[i] = ""
 	for _, j := range m.servers {
 		n.NextIndex[i][j] = 1
 		n.MatchIndex[i][j] = 0
@@ -40,7 +40,7 @@ func (m *Model) resetVolatile(n *State, i ServerID) {
 func (m *Model) Restart(s *State, i ServerID, emit Emit) {
 	n := *s
 	m.resetVolatile(&n, i)
-	emit(&n, Label{Action: ActRestart, I: i})
+	emit(n, Label{Action: ActRestart, I: i})
 }
 
 // Timeout is raft.tla's Timeout(i): server i times out and starts a new
@@ -64,8 +64,8 @@ func (m *Model) Timeout(s *State, i ServerID, emit Emit) {
 	n.VotedFor[i] = Nil
 	n.VotesResponded[i] = 0
 	n.VotesGranted[i] = 0
-	n.VoterLog[i] = VoterLog{}
-	emit(&n, Label{Action: ActTimeout, I: i})
+	n.VoterLog[i] = ""
+	emit(n, Label{Action: ActTimeout, I: i})
 }
 
 // advertisedLog is the log whose last term and length a candidate
@@ -119,7 +119,7 @@ func (m *Model) RequestVote(s *State, i, j ServerID, emit Emit) {
 		Msource:       i,
 		Mdest:         j,
 	})
-	emit(&n, Label{Action: ActRequestVote, I: i, J: j})
+	emit(n, Label{Action: ActRequestVote, I: i, J: j})
 }
 
 // AppendEntries is raft.tla's AppendEntries(i, j): leader i sends j an
@@ -174,7 +174,7 @@ func (m *Model) AppendEntries(s *State, i, j ServerID, emit Emit) {
 	}
 	n := *s
 	n.Send(msg)
-	emit(&n, Label{Action: ActAppendEntries, I: i, J: j})
+	emit(n, Label{Action: ActAppendEntries, I: i, J: j})
 }
 
 // BecomeLeader is raft.tla's BecomeLeader(i): candidate i transitions to
@@ -217,7 +217,7 @@ func (m *Model) BecomeLeader(s *State, i ServerID, emit Emit) {
 		Evotes:    s.VotesGranted[i],
 		EvoterLog: s.VoterLog[i],
 	}, compareElection)
-	emit(&n, Label{Action: ActBecomeLeader, I: i})
+	emit(n, Label{Action: ActBecomeLeader, I: i})
 }
 
 // PromotionFenceOpen is the durable profile's promotion fence: i may become
@@ -242,7 +242,7 @@ func (m *Model) ClientRequest(s *State, i ServerID, v uint8, emit Emit) {
 	}
 	n := *s
 	n.Log[i] = s.Log[i].Append(Entry{Term: s.CurrentTerm[i], Value: v})
-	emit(&n, Label{Action: ActClientRequest, I: i, Value: v})
+	emit(n, Label{Action: ActClientRequest, I: i, Value: v})
 }
 
 // AdvanceCommitIndex is raft.tla's AdvanceCommitIndex(i): leader i advances
@@ -294,7 +294,7 @@ func (m *Model) AdvanceCommitIndex(s *State, i ServerID, emit Emit) {
 		n.LearnedCommit[i] = max(s.LearnedCommit[i], newCommitIndex)
 		n.Committed = recordCommitted(s.Committed, log, int(newCommitIndex), s.CurrentTerm[i])
 	}
-	emit(&n, Label{Action: ActAdvanceCommitIndex, I: i})
+	emit(n, Label{Action: ActAdvanceCommitIndex, I: i})
 }
 
 // recordCommitted is
@@ -376,7 +376,7 @@ func (m *Model) HandleRequestVoteRequest(s *State, i, j ServerID, msg Message, e
 		Msource:      i,
 		Mdest:        j,
 	}, msg)
-	emit(&n, Label{Action: ActHandleRequestVoteRequest, I: i, J: j, Msg: msg})
+	emit(n, Label{Action: ActHandleRequestVoteRequest, I: i, J: j, Msg: msg})
 }
 
 // HandleRequestVoteResponse is raft.tla's HandleRequestVoteResponse(i, j, m):
@@ -402,14 +402,10 @@ func (m *Model) HandleRequestVoteResponse(s *State, i, j ServerID, msg Message, 
 	n.VotesResponded[i] = s.VotesResponded[i].With(j)
 	if msg.MvoteGranted {
 		n.VotesGranted[i] = s.VotesGranted[i].With(j)
-		// @@ keeps the existing value when j is already in the domain.
-		if !s.VoterLog[i].Dom.Has(j) {
-			n.VoterLog[i].Dom = s.VoterLog[i].Dom.With(j)
-			n.VoterLog[i].Logs[j] = msg.Mlog
-		}
+		n.VoterLog[i] = s.VoterLog[i].With(j, msg.Mlog)
 	}
 	n.Discard(msg)
-	emit(&n, Label{Action: ActHandleRequestVoteResponse, I: i, J: j, Msg: msg})
+	emit(n, Label{Action: ActHandleRequestVoteResponse, I: i, J: j, Msg: msg})
 }
 
 // HandleAppendEntriesResponse is raft.tla's
@@ -438,7 +434,7 @@ func (m *Model) HandleAppendEntriesResponse(s *State, i, j ServerID, msg Message
 		n.NextIndex[i][j] = max(s.NextIndex[i][j]-1, 1)
 	}
 	n.Discard(msg)
-	emit(&n, Label{Action: ActHandleAppendEntriesResponse, I: i, J: j, Msg: msg})
+	emit(n, Label{Action: ActHandleAppendEntriesResponse, I: i, J: j, Msg: msg})
 }
 
 // UpdateTerm is raft.tla's UpdateTerm(i, j, m): any RPC with a newer term
@@ -459,7 +455,7 @@ func (m *Model) UpdateTerm(s *State, i, j ServerID, msg Message, emit Emit) {
 	n.CurrentTerm[i] = msg.Mterm
 	n.State[i] = Follower
 	n.VotedFor[i] = Nil
-	emit(&n, Label{Action: ActUpdateTerm, I: i, J: j, Msg: msg})
+	emit(n, Label{Action: ActUpdateTerm, I: i, J: j, Msg: msg})
 }
 
 // DropStaleResponse is raft.tla's DropStaleResponse(i, j, m): responses with
@@ -475,7 +471,7 @@ func (m *Model) DropStaleResponse(s *State, i, j ServerID, msg Message, emit Emi
 	}
 	n := *s
 	n.Discard(msg)
-	emit(&n, Label{Action: ActDropStaleResponse, I: i, J: j, Msg: msg})
+	emit(n, Label{Action: ActDropStaleResponse, I: i, J: j, Msg: msg})
 }
 
 // Receive is raft.tla's Receive(m), with i = m.mdest and j = m.msource.
@@ -522,7 +518,7 @@ func (m *Model) Receive(s *State, msg Message, emit Emit) {
 func (m *Model) DuplicateMessage(s *State, msg Message, emit Emit) {
 	n := *s
 	n.Send(msg)
-	emit(&n, Label{Action: ActDuplicateMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
+	emit(n, Label{Action: ActDuplicateMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
 }
 
 // DropMessage is raft.tla's DropMessage(m): the network drops a message.
@@ -533,7 +529,7 @@ func (m *Model) DuplicateMessage(s *State, msg Message, emit Emit) {
 func (m *Model) DropMessage(s *State, msg Message, emit Emit) {
 	n := *s
 	n.Discard(msg)
-	emit(&n, Label{Action: ActDropMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
+	emit(n, Label{Action: ActDropMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
 }
 
 func assert(cond bool, format string, args ...any) {

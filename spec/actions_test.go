@@ -29,7 +29,7 @@ func testModel(t *testing.T, p Profile, bugs Bug) *Model {
 // successors collects what one action instance yields.
 func successors(act func(Emit)) []Step {
 	var out []Step
-	act(func(n *State, l Label) { out = append(out, Step{Label: l, State: n}) })
+	act(func(n State, l Label) { out = append(out, Step{Label: l, State: &n}) })
 	return out
 }
 
@@ -111,7 +111,7 @@ func TestRaftActions(t *testing.T) {
 		{name: "BecomeLeader records the election", pre: func(s *State) {
 			s.State[1], s.CurrentTerm[1], s.Log[1] = Candidate, 2, LogOf(e1)
 			s.VotesGranted[1] = ServerSet(0).With(1).With(3)
-			s.VoterLog[1] = VoterLog{Dom: ServerSet(0).With(3), Logs: [MaxServers + 1]Log{3: LogOf(e1)}}
+			s.VoterLog[1] = VoterLog("").With(3, LogOf(e1))
 		}, act: func(m *Model, s *State, e Emit) { m.BecomeLeader(s, 1, e) }, want: []func(*State){func(n *State) {
 			n.State[1] = Leader
 			n.NextIndex[1] = [MaxServers + 1]uint8{0, 2, 2, 2}
@@ -168,7 +168,7 @@ func TestRaftActions(t *testing.T) {
 			s.Messages = []BagEntry{{M: resp, N: 2}}
 			s.State[1], s.CurrentTerm[1] = Candidate, 2
 			s.VotesGranted[1], s.VotesResponded[1] = ServerSet(0).With(2), ServerSet(0).With(2)
-			s.VoterLog[1] = VoterLog{Dom: ServerSet(0).With(2), Logs: [MaxServers + 1]Log{2: LogOf(e3)}}
+			s.VoterLog[1] = VoterLog("").With(2, LogOf(e3))
 		}, act: func(m *Model, s *State, e Emit) { m.Receive(s, s.Messages[0].M, e) }, want: []func(*State){func(n *State) {
 			n.Messages = []BagEntry{{M: n.Messages[0].M, N: 1}}
 		}}},

@@ -161,7 +161,8 @@ func CheckTrace(events []trace.Event) error {
 		seen := map[uint64]bool{}
 		var next []*State
 		var expected []*trace.NodeState
-		accept := func(n *State, got Label) {
+		accept := func(succ State, got Label) {
+			n := &succ
 			ns := m.NodeState(n, l.I)
 			if len(diffNodeState(e.State, ns)) > 0 {
 				expected = append(expected, ns)

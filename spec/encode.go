@@ -43,14 +43,6 @@ func (e *encoder) message(m *Message) {
 	e.id(m.Mdest)
 }
 
-func (e *encoder) voterLog(servers []ServerID, v *VoterLog) {
-	e.set(uint8(v.Dom))
-	for _, j := range servers {
-		if v.Dom.Has(j) {
-			e.log(v.Logs[j])
-		}
-	}
-}
 
 // Encode appends the canonical encoding of s to b.
 func (m *Model) Encode(b []byte, s *State) []byte {
@@ -67,7 +59,7 @@ func (m *Model) Encode(b []byte, s *State) []byte {
 		e.id(el.Eleader)
 		e.log(el.Elog)
 		e.set(uint8(el.Evotes))
-		e.voterLog(m.servers, &el.EvoterLog)
+		e.log(Log(el.EvoterLog))
 	}
 	e.uvar(len(s.AllLogs))
 	for _, l := range s.AllLogs {
@@ -81,7 +73,7 @@ func (m *Model) Encode(b []byte, s *State) []byte {
 		e.u8(s.CommitIndex[i])
 		e.set(uint8(s.VotesResponded[i]))
 		e.set(uint8(s.VotesGranted[i]))
-		e.voterLog(m.servers, &s.VoterLog[i])
+		e.log(Log(s.VoterLog[i]))
 		for _, j := range m.servers {
 			e.u8(s.NextIndex[i][j])
 			e.u8(s.MatchIndex[i][j])
@@ -158,14 +150,6 @@ func (d *decoder) message(m *Message) {
 	m.Mdest = ServerID(d.u8())
 }
 
-func (d *decoder) voterLog(servers []ServerID, v *VoterLog) {
-	v.Dom = ServerSet(d.u8())
-	for _, j := range servers {
-		if v.Dom.Has(j) {
-			v.Logs[j] = d.log()
-		}
-	}
-}
 
 // Decode is the inverse of Encode. The logs of the result share memory with
 // enc, which must not change afterwards (a string cannot).
@@ -192,7 +176,7 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 			el.Eleader = ServerID(d.u8())
 			el.Elog = d.log()
 			el.Evotes = ServerSet(d.u8())
-			d.voterLog(m.servers, &el.EvoterLog)
+			el.EvoterLog = VoterLog(d.log())
 		}
 	}
 	if n := d.uvar(); n > 0 {
@@ -209,7 +193,7 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 		s.CommitIndex[i] = d.u8()
 		s.VotesResponded[i] = ServerSet(d.u8())
 		s.VotesGranted[i] = ServerSet(d.u8())
-		d.voterLog(m.servers, &s.VoterLog[i])
+		s.VoterLog[i] = VoterLog(d.log())
 		for _, j := range m.servers {
 			s.NextIndex[i][j] = d.u8()
 			s.MatchIndex[i][j] = d.u8()

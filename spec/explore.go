@@ -175,13 +175,14 @@ func (x *explorer) expandLevel(level []string) []string {
 			defer wg.Done()
 			var buf []byte
 			var next []string
+			scratch := new(State)
 			for !x.stop.Load() {
 				lo := int(cursor.Add(chunk)) - chunk
 				if lo >= len(level) {
 					break
 				}
 				for _, enc := range level[lo:min(lo+chunk, len(level))] {
-					next, buf = x.expand(enc, next, buf)
+					next, buf = x.expand(enc, next, buf, scratch)
 					x.queued.Add(-1)
 				}
 			}
@@ -196,15 +197,18 @@ func (x *explorer) expandLevel(level []string) []string {
 	return next
 }
 
-// expand generates the successors of one state.
-func (x *explorer) expand(enc string, next []string, buf []byte) ([]string, []byte) {
+// expand generates the successors of one state. scratch holds each
+// successor while it is checked, so that successors are not allocated.
+func (x *explorer) expand(enc string, next []string, buf []byte, scratch *State) ([]string, []byte) {
 	m := x.m
 	s, err := m.Decode(enc)
 	assert(err == nil, "decoding a queued state: %v", err)
 	parentFP := Fingerprint([]byte(enc))
 	var generated, distinct int64
-	m.Next(s, func(n *State, l Label) {
+	m.Next(s, func(succ State, l Label) {
 		generated++
+		*scratch = succ
+		n := scratch
 		buf = m.Encode(buf[:0], n)
 		isNew := true
 		inBounds := m.InBounds(n)
@@ -237,7 +241,8 @@ func (x *explorer) check(s *State, parentFP uint64, l Label) {
 		if detail := inv.Check(x.m, s); detail != "" {
 			x.mu.Lock()
 			if x.violation == nil {
-				x.violation = &pendingViolation{inv: inv.Name, detail: detail, parentFP: parentFP, label: l, state: s}
+				kept := *s
+				x.violation = &pendingViolation{inv: inv.Name, detail: detail, parentFP: parentFP, label: l, state: &kept}
 			}
 			x.mu.Unlock()
 			x.stop.Store(true)
@@ -269,13 +274,13 @@ func (x *explorer) pathTo(fp uint64) ([]Step, error) {
 	for k := len(fps) - 2; k >= 0; k-- {
 		target := fps[k]
 		var found *Step
-		x.m.Next(cur, func(n *State, l Label) {
-			if found != nil || !x.m.InBounds(n) {
+		x.m.Next(cur, func(n State, l Label) {
+			if found != nil || !x.m.InBounds(&n) {
 				return
 			}
-			buf = x.m.Encode(buf[:0], n)
+			buf = x.m.Encode(buf[:0], &n)
 			if Fingerprint(buf) == target {
-				found = &Step{Label: l, State: n}
+				found = &Step{Label: l, State: &n}
 			}
 		})
 		if found == nil {

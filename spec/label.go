@@ -144,5 +144,7 @@ func (l Label) String() string {
 }
 
 // Emit receives one successor state and the step that produced it. The
-// state belongs to the callee.
-type Emit func(succ *State, l Label)
+// state is passed by value so that generating it allocates nothing; a
+// callee that keeps it copies it (its slices are immutable and may be
+// shared).
+type Emit func(succ State, l Label)

@@ -19,7 +19,7 @@ package spec
 // allLogs' is built from the logs of s, the pre-state, on every step.
 func (m *Model) Next(s *State, emit Emit) {
 	allLogs := m.withLogs(s.AllLogs, s)
-	out := func(n *State, l Label) {
+	out := func(n State, l Label) {
 		n.AllLogs = allLogs
 		emit(n, l)
 	}
@@ -72,7 +72,7 @@ func (m *Model) Next(s *State, emit Emit) {
 // fix). It is how traces are replayed.
 func (m *Model) Step(s *State, l Label, emit Emit) {
 	allLogs := m.withLogs(s.AllLogs, s)
-	out := func(n *State, got Label) {
+	out := func(n State, got Label) {
 		if l.Action == ActCrash || l.Action == ActCorrupt {
 			if got.Cut != l.Cut {
 				return

@@ -88,11 +88,12 @@ func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, i
 	for len(steps) <= depth {
 		var succ []Step
 		var violation *Violation
-		m.Next(s, func(n *State, l Label) {
+		m.Next(s, func(n0 State, l Label) {
 			generated++
 			if violation != nil {
 				return
 			}
+			n := &n0
 			for _, inv := range invs {
 				if d := inv.Check(m, n); d != "" {
 					trace := append(append([]Step(nil), steps...), Step{Label: l, State: n})

@@ -153,8 +153,9 @@ func (t *sometimesTracker) record(k int, parentFP uint64, l Label, post *State, 
 	if t.res[k].Found {
 		return
 	}
+	kept := *post
 	t.res[k] = Reachability{Name: t.props[k].Name, Found: true,
-		witnessParent: parentFP, witnessFP: fp, witnessLabel: l, witnessState: post}
+		witnessParent: parentFP, witnessFP: fp, witnessLabel: l, witnessState: &kept}
 	t.found[k].Store(true)
 }
 

@@ -195,10 +195,58 @@ func (s ServerSet) Members() []ServerID {
 }
 
 // VoterLog is one candidate's voterLog[i]: a function from the servers that
-// voted for it (Dom) to the log each voted with. Logs outside Dom are "".
-type VoterLog struct {
-	Dom  ServerSet
-	Logs [MaxServers + 1]Log
+// voted for it to the log each voted with. It is kept as an immutable string
+// so that states stay small and compare with ==: for each voter in
+// increasing order, one byte of server id, one byte of length in entries,
+// then the log's bytes.
+type VoterLog string
+
+// Dom is DOMAIN voterLog[i].
+func (v VoterLog) Dom() ServerSet {
+	var dom ServerSet
+	for k := 0; k < len(v); k += 2 + 2*int(v[k+1]) {
+		dom = dom.With(ServerID(v[k]))
+	}
+	return dom
+}
+
+// Get is voterLog[i][j].
+func (v VoterLog) Get(j ServerID) (Log, bool) {
+	for k := 0; k < len(v); k += 2 + 2*int(v[k+1]) {
+		if ServerID(v[k]) == j {
+			return Log(v[k+2 : k+2+2*int(v[k+1])]), true
+		}
+	}
+	return "", false
+}
+
+// With is voterLog[i] @@ (j :> log): the existing value wins when j is
+// already in the domain.
+func (v VoterLog) With(j ServerID, log Log) VoterLog {
+	k := 0
+	for ; k < len(v); k += 2 + 2*int(v[k+1]) {
+		switch id := ServerID(v[k]); {
+		case id == j:
+			return v
+		case id > j:
+			return v[:k] + VoterLog([]byte{byte(j), byte(log.Len())}) + VoterLog(log) + v[k:]
+		}
+	}
+	return v + VoterLog([]byte{byte(j), byte(log.Len())}) + VoterLog(log)
+}
+
+func (v VoterLog) String() string {
+	var b strings.Builder
+	b.WriteString("(")
+	for _, j := range v.Dom().Members() {
+		l, _ := v.Get(j)
+		if b.Len() > 1 {
+			b.WriteString(" @@ ")
+		}
+		fmt.Fprintf(&b, "%v :> %v", j, l)
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // Message is a raft.tla message record. One struct holds every field; a
@@ -326,15 +374,7 @@ func compareElection(a, b *Election) int {
 	if c := cmp.Compare(a.Evotes, b.Evotes); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.EvoterLog.Dom, b.EvoterLog.Dom); c != 0 {
-		return c
-	}
-	for k := range a.EvoterLog.Logs {
-		if c := strings.Compare(string(a.EvoterLog.Logs[k]), string(b.EvoterLog.Logs[k])); c != 0 {
-			return c
-		}
-	}
-	return 0
+	return strings.Compare(string(a.EvoterLog), string(b.EvoterLog))
 }
 
 // CommittedEntry is a record of the durable profile's committed history
