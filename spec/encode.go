@@ -43,7 +43,6 @@ func (e *encoder) message(m *Message) {
 	e.id(m.Mdest)
 }
 
-
 // Encode appends the canonical encoding of s to b.
 func (m *Model) Encode(b []byte, s *State) []byte {
 	e := encoder{b: b}
@@ -149,7 +148,6 @@ func (d *decoder) message(m *Message) {
 	m.Msource = ServerID(d.u8())
 	m.Mdest = ServerID(d.u8())
 }
-
 
 // Decode is the inverse of Encode. The logs of the result share memory with
 // enc, which must not change afterwards (a string cannot).
