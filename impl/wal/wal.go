@@ -328,7 +328,9 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 	last := rl.segs[len(rl.segs)-1]
 	w.active = last
 	last.writeOffset = rl.last.writeOffset
-	last.reused = rl.last.end != endZero
+	// Old bytes behind the end (an earlier life of the file, or a torn batch whose
+	// first block was lost): keep zeroing the block after each batch.
+	last.reused = !isZero(rl.lastSrc.buf[min(last.writeOffset, int64(len(rl.lastSrc.buf))):])
 	if rl.rec.Verdict == Truncated {
 		// Everything kept is vouched for by what lies behind the break; fdatasync anyway,
 		// then supersede the break with a cut segment.
@@ -347,9 +349,11 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 			return err
 		}
 	}
-	if !rl.last.lastBatchRecords {
+	if !rl.last.lastBatchRecords && rl.rec.Verdict != TornTail {
 		return nil // the last batch is a seal, or there is none: nothing unvouched
 	}
+	// Seal: vouch for the last batch, and overwrite the torn slot (the seal write also
+	// zeroes the block after it, since the file holds old bytes there).
 	last.unvouched = true
 	return w.seal()
 }

@@ -1,0 +1,157 @@
+package wal
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/durableraft/durableraft/impl/wal/vfs"
+)
+
+// hsDisk returns a disk whose hard-state file holds the given slots (nil: slot left
+// as garbage), plus one segment when withLog.
+func hsDisk(t *testing.T, a, b *hardStateSlot, withLog bool) *vfs.MemFS {
+	t.Helper()
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	opts := manual(smallOptions())
+	w, _ := mustOpen(t, fs, opts)
+	if withLog {
+		fill(t, w, 3)
+	}
+	_ = w.Close()
+	img := make([]byte, hardStateFileBytes)
+	for i := range img {
+		img[i] = 0x5a
+	}
+	if a != nil {
+		copy(img, a.encode())
+	}
+	if b != nil {
+		copy(img[hardStateSlotB:], b.encode())
+	}
+	if err := fs.WriteFile(segPath(hardStateName), img); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestHardStateCases(t *testing.T) {
+	s1 := &hardStateSlot{sequence: 7, state: HardState{Term: 3, Vote: 2, Commit: 10}}
+	s2 := &hardStateSlot{sequence: 8, state: HardState{Term: 4, Vote: 0, Commit: 11, TruncatedAtTerm: 2}}
+	s1alt := &hardStateSlot{sequence: 7, state: HardState{Term: 3, Vote: 1}}
+	for _, tc := range []struct {
+		label string
+		fs    func(t *testing.T) *vfs.MemFS
+		want  HardState
+	}{
+		{"H1", func(t *testing.T) *vfs.MemFS { return vfs.NewMemFS(vfs.MemConfig{}) }, HardState{}},
+		{"H2", func(t *testing.T) *vfs.MemFS {
+			fs := hsDisk(t, s1, s1, true)
+			if err := fs.Remove(segPath(hardStateName)); err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.SyncDir(testDir); err != nil {
+				t.Fatal(err)
+			}
+			return fs
+		}, HardState{}},
+		{"H3", func(t *testing.T) *vfs.MemFS { return hsDisk(t, s1, s1, true) }, s1.state},
+		{"H4", func(t *testing.T) *vfs.MemFS { return hsDisk(t, s2, s1, true) }, s2.state},
+		{"H5", func(t *testing.T) *vfs.MemFS { return hsDisk(t, nil, s1, true) }, s1.state},
+		{"H5", func(t *testing.T) *vfs.MemFS { return hsDisk(t, s2, nil, true) }, s2.state},
+		{"H6", func(t *testing.T) *vfs.MemFS { return hsDisk(t, s1, s2, true) }, s2.state},
+		{"H6", func(t *testing.T) *vfs.MemFS { return hsDisk(t, s1, s1alt, true) }, s1.state},
+		{"H7", func(t *testing.T) *vfs.MemFS { return hsDisk(t, nil, nil, true) }, HardState{}},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			fs := tc.fs(t)
+			fs.Restart()
+			w, rec := mustOpen(t, fs, manual(smallOptions()))
+			want := hardStateCases[tc.label]
+			if rec.HardStateVerdict != want.verdict || rec.HardStateReason[:2] != tc.label || rec.HardState != tc.want {
+				t.Fatalf("hard state %+v %s (%s), want %+v %s (%s)", rec.HardState, rec.HardStateVerdict, rec.HardStateReason, tc.want, want.verdict, tc.label)
+			}
+			_ = w.Close()
+			// Recovery rewrote both copies: the next open is clean and agrees.
+			w, rec2 := mustOpen(t, fs, manual(smallOptions()))
+			defer w.Close()
+			if rec2.HardStateVerdict != Clean || rec2.HardState != tc.want {
+				t.Fatalf("reopen: %+v %s (%s)", rec2.HardState, rec2.HardStateVerdict, rec2.HardStateReason)
+			}
+		})
+	}
+}
+
+// A crash at every point of a hard-state update leaves the previous or the new state,
+// never anything else, and never a TRUNCATED verdict.
+func TestHardStateCrashAtEveryPoint(t *testing.T) {
+	old, next := HardState{Term: 2, Vote: 1, Commit: 5}, HardState{Term: 3, Vote: 2, Commit: 6}
+	for k := uint64(1); k <= 4; k++ { // write A, sync A, write B, sync B
+		for seed := range uint64(30) {
+			fs := vfs.NewMemFS(vfs.MemConfig{Seed: seed})
+			opts := manual(smallOptions())
+			w, _ := mustOpen(t, fs, opts)
+			if err := w.SetHardState(old); err != nil {
+				t.Fatal(err)
+			}
+			fs.CrashAtOp(fs.Ops() + k)
+			err := w.SetHardState(next)
+			_ = w.Close()
+			fs.Restart()
+			w, rec := mustOpen(t, fs, opts)
+			if rec.HardStateVerdict == Truncated || (rec.HardState != old && rec.HardState != next) {
+				t.Fatalf("crash at op %d seed %d: %+v %s (%s)", k, seed, rec.HardState, rec.HardStateVerdict, rec.HardStateReason)
+			}
+			if err == nil && rec.HardState != next {
+				t.Fatalf("acknowledged hard state lost")
+			}
+			_ = w.Close()
+		}
+	}
+}
+
+// Damage to log segments does not reach the hard state: it lives in its own file.
+func TestHardStateSurvivesLogDamage(t *testing.T) {
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	opts := manual(smallOptions())
+	w, _ := mustOpen(t, fs, opts)
+	hs := HardState{Term: 5, Vote: 3, Commit: 9}
+	if err := w.SetHardState(hs); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, w, 20)
+	_ = w.Close()
+	for _, name := range listFiles(t, fs, prefixSegment) {
+		if err := fs.FlipBit(segPath(name), 8, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, rec := mustOpen(t, fs, opts)
+	defer w.Close()
+	if rec.Verdict != Truncated || rec.HardStateVerdict != Clean || rec.HardState != hs {
+		t.Fatalf("recovery %+v", rec)
+	}
+}
+
+func TestHardStateValidation(t *testing.T) {
+	_, w := openManual(t)
+	if err := w.SetHardState(HardState{Term: 3, Vote: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for name, hs := range map[string]HardState{
+		"term regress":        {Term: 2},
+		"vote change in term": {Term: 3, Vote: 2},
+		"vote cleared":        {Term: 3, Vote: 0},
+	} {
+		if err := w.SetHardState(hs); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	for _, hs := range []HardState{{Term: 3, Vote: 1, Commit: 4}, {Term: 4}, {Term: 4, Vote: 2, TruncatedAtTerm: 3}} {
+		if err := w.SetHardState(hs); err != nil {
+			t.Fatalf("%+v: %v", hs, err)
+		}
+		if w.HardState() != hs {
+			t.Fatalf("hard state %+v, want %+v", w.HardState(), hs)
+		}
+	}
+}
