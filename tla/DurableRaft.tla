@@ -1,0 +1,656 @@
+----------------------------- MODULE DurableRaft -----------------------------
+(***************************************************************************)
+(* The protocol of spec/ (the Go executable specification) in TLA+.        *)
+(*                                                                         *)
+(* Profile "raft" is Ongaro's raft.tla (2014): the same variables, the     *)
+(* same actions under the same names, the same message records, so that    *)
+(* TLC reaches exactly the states raft.tla reaches.  Profile "durable"     *)
+(* adds the durability extensions of this project: an acknowledgment      *)
+(* means the entry is fdatasync'd on a majority.  Each extension can be    *)
+(* switched off by naming its bug in the constant Bugs, with the names     *)
+(* that `raftspec -bug` takes.                                             *)
+(*                                                                         *)
+(* Every operator below is one Go function in spec/ with the same name;    *)
+(* docs/tla.md has the table.  Written afresh for this project, keeping    *)
+(* raft.tla's action structure and names (raft.tla itself is CC BY 4.0,   *)
+(* Diego Ongaro).                                                          *)
+(***************************************************************************)
+EXTENDS Naturals, FiniteSets, Sequences, TLC
+
+CONSTANTS
+    Server,       \* the servers, e.g. {"s1", "s2", "s3"}
+    Value,        \* the client values, e.g. 1..1
+    Profile,      \* "raft" or "durable"
+    Bugs,         \* a subset of BugNames: fixes switched off (durable only)
+    Crashes,      \* durable: Crash steps a behaviour may take in all
+    Corruptions   \* durable: Corrupt steps a behaviour may take in all
+
+\* Reserved values.  Strings, so that a trace's JSON maps onto them as is.
+Nil       == "Nil"
+Follower  == "Follower"
+Candidate == "Candidate"
+Leader    == "Leader"
+RequestVoteRequest    == "RequestVoteRequest"
+RequestVoteResponse   == "RequestVoteResponse"
+AppendEntriesRequest  == "AppendEntriesRequest"
+AppendEntriesResponse == "AppendEntriesResponse"
+Clean     == "CLEAN"
+Truncated == "TRUNCATED"
+
+\* The switches of spec/config.go, in the order of its Bug bits.
+BugNames == <<"self-counts-appended", "follower-acks-appended",
+              "candidate-advertises-learned", "candidate-advertises-appended",
+              "no-voter-learned-floor", "no-promotion-fence",
+              "truncated-member-votes", "release-at-leader-commit">>
+
+ASSUME /\ Profile \in {"raft", "durable"}
+       /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames}
+       /\ Profile = "raft" => Bugs = {} /\ Crashes = 0 /\ Corruptions = 0
+       /\ Nil \notin Server
+
+IsDurable == Profile = "durable"
+Has(bug)  == bug \in Bugs
+
+-----------------------------------------------------------------------------
+(* Variables of raft.tla *)
+
+VARIABLE messages      \* the network: a bag, message -> number of copies
+VARIABLE elections     \* history: one record per BecomeLeader
+VARIABLE allLogs       \* history: every log any server has had
+VARIABLE currentTerm, state, votedFor
+VARIABLE log, commitIndex
+VARIABLE votesResponded, votesGranted, voterLog   \* voterLog is history
+VARIABLE nextIndex, matchIndex
+
+(* Variables of profile durable; constant in profile raft *)
+
+VARIABLE durableLen        \* length of the fdatasync'd prefix of log[i]
+VARIABLE learnedCommit     \* highest commit index i has learned (durable)
+VARIABLE verdict           \* recovery verdict: CLEAN or TRUNCATED (durable)
+VARIABLE truncatedAtTerm   \* currentTerm[i] when the corruption happened
+VARIABLE committed         \* history: [index, term, cterm] of committed entries
+VARIABLE crashesLeft, corruptionsLeft   \* the environment's budgets
+
+serverVars    == <<currentTerm, state, votedFor>>
+logVars       == <<log, commitIndex>>
+candidateVars == <<votesResponded, votesGranted, voterLog>>
+leaderVars    == <<nextIndex, matchIndex, elections>>
+durableVars   == <<durableLen, learnedCommit, verdict, truncatedAtTerm,
+                   committed, crashesLeft, corruptionsLeft>>
+vars == <<messages, allLogs, serverVars, candidateVars, leaderVars, logVars,
+          durableVars>>
+
+-----------------------------------------------------------------------------
+(* Helpers *)
+
+Quorum == {q \in SUBSET Server : Cardinality(q) * 2 > Cardinality(Server)}
+
+LastTerm(xlog) == IF Len(xlog) = 0 THEN 0 ELSE xlog[Len(xlog)].term
+
+Min(s) == CHOOSE x \in s : \A y \in s : x <= y
+Max(s) == CHOOSE x \in s : \A y \in s : x >= y
+
+\* The bag: one more, one less copy of m.
+WithMessage(m, msgs) ==
+    IF m \in DOMAIN msgs THEN [msgs EXCEPT ![m] = @ + 1]
+                         ELSE msgs @@ (m :> 1)
+WithoutMessage(m, msgs) ==
+    IF m \in DOMAIN msgs
+    THEN IF msgs[m] <= 1 THEN [x \in DOMAIN msgs \ {m} |-> msgs[x]]
+                         ELSE [msgs EXCEPT ![m] = @ - 1]
+    ELSE msgs
+
+Send(m)    == messages' = WithMessage(m, messages)
+Discard(m) == messages' = WithoutMessage(m, messages)
+Reply(response, request) ==
+    messages' = WithoutMessage(request, WithMessage(response, messages))
+
+-----------------------------------------------------------------------------
+(* Initial state *)
+
+Init ==
+    /\ messages        = [m \in {} |-> 0]
+    /\ elections       = {}
+    /\ allLogs         = {}
+    /\ currentTerm     = [i \in Server |-> 1]
+    /\ state           = [i \in Server |-> Follower]
+    /\ votedFor        = [i \in Server |-> Nil]
+    /\ log             = [i \in Server |-> <<>>]
+    /\ commitIndex     = [i \in Server |-> 0]
+    /\ votesResponded  = [i \in Server |-> {}]
+    /\ votesGranted    = [i \in Server |-> {}]
+    /\ voterLog        = [i \in Server |-> [j \in {} |-> <<>>]]
+    /\ nextIndex       = [i \in Server |-> [j \in Server |-> 1]]
+    /\ matchIndex      = [i \in Server |-> [j \in Server |-> 0]]
+    /\ durableLen      = [i \in Server |-> 0]
+    /\ learnedCommit   = [i \in Server |-> 0]
+    /\ verdict         = [i \in Server |-> Clean]
+    /\ truncatedAtTerm = [i \in Server |-> 0]
+    /\ committed       = {}
+    /\ crashesLeft     = IF IsDurable THEN Crashes ELSE 0
+    /\ corruptionsLeft = IF IsDurable THEN Corruptions ELSE 0
+
+-----------------------------------------------------------------------------
+(* Actions of raft.tla, with the durable profile's changes marked.         *)
+
+\* What Restart, Crash and Corrupt all do: the volatile state is lost.
+ResetVolatile(i) ==
+    /\ state'          = [state EXCEPT ![i] = Follower]
+    /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
+    /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
+    /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
+    /\ nextIndex'      = [nextIndex EXCEPT ![i] = [j \in Server |-> 1]]
+    /\ matchIndex'     = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
+    /\ commitIndex'    = [commitIndex EXCEPT ![i] = 0]
+
+\* Server i comes back from stable storage with its term, vote and log.
+\* Profile raft only: profile durable has Crash instead.
+Restart(i) ==
+    /\ ~IsDurable
+    /\ ResetVolatile(i)
+    /\ UNCHANGED <<messages, currentTerm, votedFor, log, elections, durableVars>>
+
+\* Server i's election timer fires: it stands for the next term.
+Timeout(i) ==
+    /\ state[i] \in {Follower, Candidate}
+    /\ state'          = [state EXCEPT ![i] = Candidate]
+    /\ currentTerm'    = [currentTerm EXCEPT ![i] = @ + 1]
+    /\ votedFor'       = [votedFor EXCEPT ![i] = Nil]
+    /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
+    /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
+    /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
+    /\ UNCHANGED <<messages, leaderVars, logVars, durableVars>>
+
+\* The log a server puts forward in an election, and compares a candidate's
+\* with.  durable: only the fdatasync'd prefix, which survives a crash.
+AdvertisedLog(i) ==
+    IF IsDurable THEN SubSeq(log[i], 1, durableLen[i]) ELSE log[i]
+
+\* Candidate i asks j (possibly itself) for its vote.
+\* durable: it advertises its durable tip; two bugs advertise more.
+RequestVote(i, j) ==
+    LET adv       == AdvertisedLog(i)
+        lastTerm  == IF IsDurable /\ Has("candidate-advertises-appended")
+                     THEN LastTerm(log[i]) ELSE LastTerm(adv)
+        lastIndex == CASE IsDurable /\ Has("candidate-advertises-appended")
+                              -> Len(log[i])
+                       [] IsDurable /\ Has("candidate-advertises-learned")
+                              -> Max({Len(adv), learnedCommit[i]})
+                       [] OTHER -> Len(adv)
+    IN /\ state[i] = Candidate
+       /\ j \notin votesResponded[i]
+       /\ Send([mtype         |-> RequestVoteRequest,
+                mterm         |-> currentTerm[i],
+                mlastLogTerm  |-> lastTerm,
+                mlastLogIndex |-> lastIndex,
+                msource       |-> i,
+                mdest         |-> j])
+       /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+
+\* Leader i sends j the entry at nextIndex[i][j] (or none) and its log as
+\* history field mlog.  durable: mleaderCommit carries commitIndex[i]
+\* before the clamp; the record has no such field in profile raft.
+AppendEntries(i, j) ==
+    /\ i /= j
+    /\ state[i] = Leader
+    /\ LET prevLogIndex == nextIndex[i][j] - 1
+           prevLogTerm  == IF prevLogIndex > 0 THEN log[i][prevLogIndex].term ELSE 0
+           lastEntry    == Min({Len(log[i]), nextIndex[i][j]})
+           entries      == SubSeq(log[i], nextIndex[i][j], lastEntry)
+           commit       == Min({commitIndex[i], lastEntry})
+       IN Send(IF IsDurable
+               THEN [mtype          |-> AppendEntriesRequest,
+                     mterm          |-> currentTerm[i],
+                     mprevLogIndex  |-> prevLogIndex,
+                     mprevLogTerm   |-> prevLogTerm,
+                     mentries       |-> entries,
+                     mlog           |-> log[i],
+                     mcommitIndex   |-> commit,
+                     mleaderCommit  |-> commitIndex[i],
+                     msource        |-> i,
+                     mdest          |-> j]
+               ELSE [mtype          |-> AppendEntriesRequest,
+                     mterm          |-> currentTerm[i],
+                     mprevLogIndex  |-> prevLogIndex,
+                     mprevLogTerm   |-> prevLogTerm,
+                     mentries       |-> entries,
+                     mlog           |-> log[i],
+                     mcommitIndex   |-> commit,
+                     msource        |-> i,
+                     mdest          |-> j])
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+
+\* durable: the promotion fence.  A TRUNCATED member, or one whose durable
+\* log is shorter than what it learned as committed, may not lead.
+PromotionFenceOpen(i) ==
+    verdict[i] = Clean /\ durableLen[i] >= learnedCommit[i]
+
+\* Candidate i has a quorum of votes and becomes leader.
+BecomeLeader(i) ==
+    /\ state[i] = Candidate
+    /\ votesGranted[i] \in Quorum
+    /\ IsDurable /\ ~Has("no-promotion-fence") => PromotionFenceOpen(i)
+    /\ state'      = [state EXCEPT ![i] = Leader]
+    /\ nextIndex'  = [nextIndex EXCEPT ![i] = [j \in Server |-> Len(log[i]) + 1]]
+    /\ matchIndex' = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
+    /\ elections'  = elections \cup {[eterm     |-> currentTerm[i],
+                                      eleader   |-> i,
+                                      elog      |-> log[i],
+                                      evotes    |-> votesGranted[i],
+                                      evoterLog |-> voterLog[i]]}
+    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, logVars, durableVars>>
+
+\* Leader i appends client value v to its log (not yet durable).
+ClientRequest(i, v) ==
+    /\ state[i] = Leader
+    /\ log' = [log EXCEPT ![i] = Append(@, [term |-> currentTerm[i], value |-> v])]
+    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, commitIndex,
+                   durableVars>>
+
+\* committed grows by the entries 1..commit of xlog not recorded yet, each
+\* with the term t in which a leader's commit index first covered it.
+RecordCommitted(xlog, commit, t) ==
+    committed \cup
+        {[index |-> x, term |-> xlog[x].term, cterm |-> t] :
+            x \in {y \in 1..commit :
+                      ~\E c \in committed : c.index = y /\ c.term = xlog[y].term}}
+
+\* Leader i moves its commit index to the highest index a quorum holds,
+\* when that entry is of its own term.
+\* durable: i counts itself only up to durableLen[i]; learnedCommit[i]
+\* follows commitIndex[i] up; committed records what the commit covers.
+AdvanceCommitIndex(i) ==
+    /\ state[i] = Leader
+    /\ LET selfCounts(index) ==
+               ~IsDurable \/ Has("self-counts-appended") \/ durableLen[i] >= index
+           Agree(index) == (IF selfCounts(index) THEN {i} ELSE {})
+                               \cup {k \in Server : matchIndex[i][k] >= index}
+           agreeIndexes == {index \in 1..Len(log[i]) : Agree(index) \in Quorum}
+           newCommitIndex ==
+               IF /\ agreeIndexes /= {}
+                  /\ log[i][Max(agreeIndexes)].term = currentTerm[i]
+               THEN Max(agreeIndexes)
+               ELSE commitIndex[i]
+       IN /\ commitIndex' = [commitIndex EXCEPT ![i] = newCommitIndex]
+          /\ IF IsDurable
+             THEN /\ learnedCommit' = [learnedCommit EXCEPT ![i] =
+                                           Max({@, newCommitIndex})]
+                  /\ committed' = RecordCommitted(log[i], newCommitIndex, currentTerm[i])
+             ELSE UNCHANGED <<learnedCommit, committed>>
+    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, log,
+                   durableLen, verdict, truncatedAtTerm, crashesLeft, corruptionsLeft>>
+
+-----------------------------------------------------------------------------
+(* Message handlers: i is the recipient, j the sender, m the message.      *)
+
+\* Server i answers j's vote request (m.mterm <= currentTerm[i]).
+\* durable: logOk compares with i's durable log; i grants no vote to a
+\* candidate whose advertised index is below what i learned as committed
+\* (the voter's floor), nor while its own verdict is TRUNCATED.
+HandleRequestVoteRequest(i, j, m) ==
+    LET mine  == AdvertisedLog(i)
+        logOk == \/ m.mlastLogTerm > LastTerm(mine)
+                 \/ /\ m.mlastLogTerm = LastTerm(mine)
+                    /\ m.mlastLogIndex >= Len(mine)
+        floorOk   == IsDurable /\ ~Has("no-voter-learned-floor")
+                        => m.mlastLogIndex >= learnedCommit[i]
+        verdictOk == IsDurable /\ ~Has("truncated-member-votes")
+                        => verdict[i] = Clean
+        grant == /\ m.mterm = currentTerm[i]
+                 /\ logOk
+                 /\ votedFor[i] \in {Nil, j}
+                 /\ floorOk
+                 /\ verdictOk
+    IN /\ m.mterm <= currentTerm[i]
+       /\ \/ grant  /\ votedFor' = [votedFor EXCEPT ![i] = j]
+          \/ ~grant /\ UNCHANGED votedFor
+       /\ Reply([mtype        |-> RequestVoteResponse,
+                 mterm        |-> currentTerm[i],
+                 mvoteGranted |-> grant,
+                 mlog         |-> log[i],
+                 msource      |-> i,
+                 mdest        |-> j],
+                m)
+       /\ UNCHANGED <<state, currentTerm, candidateVars, leaderVars, logVars,
+                      durableVars>>
+
+\* Server i counts j's answer to its vote request of this term.
+HandleRequestVoteResponse(i, j, m) ==
+    /\ m.mterm = currentTerm[i]
+    /\ votesResponded' = [votesResponded EXCEPT ![i] = @ \cup {j}]
+    /\ \/ /\ m.mvoteGranted
+          /\ votesGranted' = [votesGranted EXCEPT ![i] = @ \cup {j}]
+          /\ voterLog'     = [voterLog EXCEPT ![i] = @ @@ (j :> m.mlog)]
+       \/ /\ ~m.mvoteGranted
+          /\ UNCHANGED <<votesGranted, voterLog>>
+    /\ Discard(m)
+    /\ UNCHANGED <<serverVars, leaderVars, logVars, durableVars>>
+
+\* durable: the rule that repairs a TRUNCATED member i as it accepts m: the
+\* leader's term is newer than the corruption and i now durably holds an
+\* entry of that term which the leader has committed.
+FenceReleases(i, m) ==
+    LET c       == m.mleaderCommit
+        matched == m.mprevLogIndex + Len(m.mentries)
+    IN IF Has("release-at-leader-commit")
+       THEN c <= matched
+       ELSE /\ m.mterm > truncatedAtTerm[i]
+            /\ 1 <= c /\ c <= matched
+            /\ log[i][c].term = m.mterm
+
+\* The disjuncts of raft.tla's HandleAppendEntriesRequest, one operator
+\* each so that a trace's "branch" names one.  Each assumes
+\* m.mterm <= currentTerm[i].
+AppendEntriesLogOk(i, m) ==
+    \/ m.mprevLogIndex = 0
+    \/ /\ m.mprevLogIndex > 0
+       /\ m.mprevLogIndex <= Len(log[i])
+       /\ m.mprevLogTerm = log[i][m.mprevLogIndex].term
+
+\* reject: stale term, or i is a follower whose log does not match.
+RejectAppendEntriesRequest(i, j, m) ==
+    /\ \/ m.mterm < currentTerm[i]
+       \/ /\ m.mterm = currentTerm[i]
+          /\ state[i] = Follower
+          /\ ~AppendEntriesLogOk(i, m)
+    /\ Reply([mtype       |-> AppendEntriesResponse,
+              mterm       |-> currentTerm[i],
+              msuccess    |-> FALSE,
+              mmatchIndex |-> 0,
+              msource     |-> i,
+              mdest       |-> j],
+             m)
+    /\ UNCHANGED <<serverVars, logVars, durableVars>>
+
+\* return-to-follower: a candidate hears from this term's leader.
+ReturnToFollowerState(i, j, m) ==
+    /\ m.mterm = currentTerm[i]
+    /\ state[i] = Candidate
+    /\ state' = [state EXCEPT ![i] = Follower]
+    /\ UNCHANGED <<currentTerm, votedFor, logVars, messages, durableVars>>
+
+\* The accepting disjuncts share this guard.
+AcceptsAppendEntries(i, m) ==
+    /\ m.mterm = currentTerm[i]
+    /\ state[i] = Follower
+    /\ AppendEntriesLogOk(i, m)
+
+\* already-done: i holds the entries; it replies success and takes the
+\* commit index.  durable: only once they are durable (until a Flush(i)
+\* the message waits in the bag); i learns mleaderCommit and may be
+\* repaired (FenceReleases).
+AlreadyDoneAppendEntriesRequest(i, j, m) ==
+    LET index   == m.mprevLogIndex + 1
+        matched == m.mprevLogIndex + Len(m.mentries)
+    IN /\ AcceptsAppendEntries(i, m)
+       /\ \/ m.mentries = <<>>
+          \/ /\ m.mentries /= <<>>
+             /\ Len(log[i]) >= index
+             /\ log[i][index].term = m.mentries[1].term
+       /\ IsDurable /\ ~Has("follower-acks-appended") => durableLen[i] >= matched
+       /\ commitIndex' = [commitIndex EXCEPT ![i] = m.mcommitIndex]
+       /\ IF IsDurable
+          THEN /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+               /\ IF verdict[i] = Truncated /\ FenceReleases(i, m)
+                  THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
+                       /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
+                  ELSE UNCHANGED <<verdict, truncatedAtTerm>>
+          ELSE UNCHANGED <<learnedCommit, verdict, truncatedAtTerm>>
+       /\ Reply([mtype       |-> AppendEntriesResponse,
+                 mterm       |-> currentTerm[i],
+                 msuccess    |-> TRUE,
+                 mmatchIndex |-> matched,
+                 msource     |-> i,
+                 mdest       |-> j],
+                m)
+       /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft>>
+
+\* conflict: i's entry at the index differs; it drops its last entry (the
+\* message stays).  durable: the durable prefix shrinks with the log.
+ConflictAppendEntriesRequest(i, j, m) ==
+    LET index == m.mprevLogIndex + 1
+    IN /\ AcceptsAppendEntries(i, m)
+       /\ m.mentries /= <<>>
+       /\ Len(log[i]) >= index
+       /\ log[i][index].term /= m.mentries[1].term
+       /\ log' = [log EXCEPT ![i] = SubSeq(@, 1, Len(@) - 1)]
+       /\ IF IsDurable
+          THEN durableLen' = [durableLen EXCEPT ![i] = Min({@, Len(log[i]) - 1})]
+          ELSE UNCHANGED durableLen
+       /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
+                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft>>
+
+\* append: i's log ends at mprevLogIndex; it appends the entry (the message
+\* stays, and is answered once received again).
+AppendAppendEntriesRequest(i, j, m) ==
+    /\ AcceptsAppendEntries(i, m)
+    /\ m.mentries /= <<>>
+    /\ Len(log[i]) = m.mprevLogIndex
+    /\ log' = [log EXCEPT ![i] = Append(@, m.mentries[1])]
+    /\ UNCHANGED <<serverVars, commitIndex, messages, durableVars>>
+
+\* The branch names of the trace format.
+AppendEntriesBranches ==
+    {"reject", "return-to-follower", "already-done", "conflict", "append"}
+
+HandleAppendEntriesRequestBranch(i, j, m, branch) ==
+    /\ m.mterm <= currentTerm[i]
+    /\ CASE branch = "reject"             -> RejectAppendEntriesRequest(i, j, m)
+         [] branch = "return-to-follower" -> ReturnToFollowerState(i, j, m)
+         [] branch = "already-done"       -> AlreadyDoneAppendEntriesRequest(i, j, m)
+         [] branch = "conflict"           -> ConflictAppendEntriesRequest(i, j, m)
+         [] branch = "append"             -> AppendAppendEntriesRequest(i, j, m)
+    /\ UNCHANGED <<candidateVars, leaderVars>>
+
+\* Server i handles j's AppendEntries request (m.mterm <= currentTerm[i]).
+HandleAppendEntriesRequest(i, j, m) ==
+    \E branch \in AppendEntriesBranches : HandleAppendEntriesRequestBranch(i, j, m, branch)
+
+\* Leader i learns how far j's log matches its own (or that it does not).
+HandleAppendEntriesResponse(i, j, m) ==
+    /\ m.mterm = currentTerm[i]
+    /\ \/ /\ m.msuccess
+          /\ nextIndex'  = [nextIndex  EXCEPT ![i][j] = m.mmatchIndex + 1]
+          /\ matchIndex' = [matchIndex EXCEPT ![i][j] = m.mmatchIndex]
+       \/ /\ ~m.msuccess
+          /\ nextIndex' = [nextIndex EXCEPT ![i][j] = Max({@ - 1, 1})]
+          /\ UNCHANGED matchIndex
+    /\ Discard(m)
+    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections, durableVars>>
+
+\* A message of a newer term moves i to that term as a follower first; the
+\* message stays to be handled.
+UpdateTerm(i, j, m) ==
+    /\ m.mterm > currentTerm[i]
+    /\ currentTerm' = [currentTerm EXCEPT ![i] = m.mterm]
+    /\ state'       = [state       EXCEPT ![i] = Follower]
+    /\ votedFor'    = [votedFor    EXCEPT ![i] = Nil]
+    /\ UNCHANGED <<messages, candidateVars, leaderVars, logVars, durableVars>>
+
+\* A response of an older term is thrown away.
+DropStaleResponse(i, j, m) ==
+    /\ m.mterm < currentTerm[i]
+    /\ Discard(m)
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+
+\* Server m.mdest takes message m from the network.
+Receive(m) ==
+    LET i == m.mdest
+        j == m.msource
+    IN \/ UpdateTerm(i, j, m)
+       \/ /\ m.mtype = RequestVoteRequest
+          /\ HandleRequestVoteRequest(i, j, m)
+       \/ /\ m.mtype = RequestVoteResponse
+          /\ \/ DropStaleResponse(i, j, m)
+             \/ HandleRequestVoteResponse(i, j, m)
+       \/ /\ m.mtype = AppendEntriesRequest
+          /\ HandleAppendEntriesRequest(i, j, m)
+       \/ /\ m.mtype = AppendEntriesResponse
+          /\ \/ DropStaleResponse(i, j, m)
+             \/ HandleAppendEntriesResponse(i, j, m)
+
+\* The network copies a message.
+DuplicateMessage(m) ==
+    /\ Send(m)
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+
+\* The network loses a message.
+DropMessage(m) ==
+    /\ Discard(m)
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+
+-----------------------------------------------------------------------------
+(* Actions of profile durable only.                                        *)
+
+\* Group commit: one fdatasync makes all of log[i] durable.
+Flush(i) ==
+    /\ IsDurable
+    /\ durableLen[i] < Len(log[i])
+    /\ durableLen' = [durableLen EXCEPT ![i] = Len(log[i])]
+    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
+                   learnedCommit, verdict, truncatedAtTerm, committed,
+                   crashesLeft, corruptionsLeft>>
+
+\* Crash of server i keeping the first k entries of its log, where k is
+\* at least the durable prefix: unsynced writes may survive in full, in
+\* part or not at all, and what survives is durable after recovery.
+\* currentTerm, votedFor, learnedCommit, verdict, truncatedAtTerm are hard
+\* state and survive.
+CrashKeeping(i, k) ==
+    /\ IsDurable
+    /\ crashesLeft > 0
+    /\ k \in durableLen[i]..Len(log[i])
+    /\ ResetVolatile(i)
+    /\ log'         = [log EXCEPT ![i] = SubSeq(@, 1, k)]
+    /\ durableLen'  = [durableLen EXCEPT ![i] = k]
+    /\ crashesLeft' = crashesLeft - 1
+    /\ UNCHANGED <<messages, currentTerm, votedFor, elections, learnedCommit,
+                   verdict, truncatedAtTerm, committed, corruptionsLeft>>
+
+Crash(i) == \E k \in durableLen[i]..Len(log[i]) : CrashKeeping(i, k)
+
+\* A restart whose recovery finds i's log damaged inside its durable prefix:
+\* the log is cut to k < durableLen[i] entries and the verdict becomes
+\* TRUNCATED.  Fewer than a quorum are ever TRUNCATED at once.
+CorruptKeeping(i, k) ==
+    /\ IsDurable
+    /\ corruptionsLeft > 0
+    /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
+           <= Cardinality(Server)
+    /\ k \in 0..(durableLen[i] - 1)
+    /\ ResetVolatile(i)
+    /\ log'             = [log EXCEPT ![i] = SubSeq(@, 1, k)]
+    /\ durableLen'      = [durableLen EXCEPT ![i] = k]
+    /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
+    /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = currentTerm[i]]
+    /\ corruptionsLeft' = corruptionsLeft - 1
+    /\ UNCHANGED <<messages, currentTerm, votedFor, elections, learnedCommit,
+                   committed, crashesLeft>>
+
+Corrupt(i) == \E k \in 0..(durableLen[i] - 1) : CorruptKeeping(i, k)
+
+-----------------------------------------------------------------------------
+(* The next-state relation *)
+
+\* History: every log that any server had before the step.
+RecordLogs == allLogs' = allLogs \cup {log[i] : i \in Server}
+
+Next ==
+    /\ \/ \E i \in Server : Restart(i)
+       \/ \E i \in Server : Crash(i)
+       \/ \E i \in Server : Corrupt(i)
+       \/ \E i \in Server : Flush(i)
+       \/ \E i \in Server : Timeout(i)
+       \/ \E i, j \in Server : RequestVote(i, j)
+       \/ \E i \in Server : BecomeLeader(i)
+       \/ \E i \in Server, v \in Value : ClientRequest(i, v)
+       \/ \E i \in Server : AdvanceCommitIndex(i)
+       \/ \E i, j \in Server : AppendEntries(i, j)
+       \/ \E m \in DOMAIN messages : Receive(m)
+       \/ \E m \in DOMAIN messages : DuplicateMessage(m)
+       \/ \E m \in DOMAIN messages : DropMessage(m)
+    /\ RecordLogs
+
+Spec == Init /\ [][Next]_vars
+
+-----------------------------------------------------------------------------
+(* Invariants: spec/invariants.go, same names.                             *)
+
+\* Adapted: the shape of every variable (Go's TypeOK checks the canonical
+\* form of its encoding instead, which TLC does not need).
+TypeOK ==
+    /\ \A m \in DOMAIN messages : messages[m] \in Nat \ {0}
+    /\ \A i \in Server :
+        /\ currentTerm[i] \in Nat \ {0}
+        /\ state[i] \in {Follower, Candidate, Leader}
+        /\ votedFor[i] \in Server \cup {Nil}
+        /\ commitIndex[i] \in Nat
+        /\ votesGranted[i] \subseteq votesResponded[i]
+        /\ votesResponded[i] \subseteq Server
+        /\ durableLen[i] \in 0..Len(log[i])
+        /\ learnedCommit[i] \in Nat
+        /\ verdict[i] \in {Clean, Truncated}
+        /\ (verdict[i] = Clean) <=> (truncatedAtTerm[i] = 0)
+    /\ crashesLeft \in Nat /\ corruptionsLeft \in Nat
+
+\* At most one leader per term.
+ElectionSafety ==
+    \A e1, e2 \in elections : e1.eterm = e2.eterm => e1.eleader = e2.eleader
+
+\* Two logs that share an entry (index and term) share everything up to it,
+\* over all logs ever in the system.
+LogsMatch(l1, l2) ==
+    \A n \in 1..Min({Len(l1), Len(l2)}) :
+        l1[n].term = l2[n].term => SubSeq(l1, 1, n) = SubSeq(l2, 1, n)
+
+LogMatching ==
+    LET logs == allLogs \cup {log[i] : i \in Server}
+    IN \A l1, l2 \in logs : LogsMatch(l1, l2)
+
+IsPrefix(p, s) == Len(p) <= Len(s) /\ SubSeq(s, 1, Len(p)) = p
+
+\* No server's commit index reaches past its log (Go reports that under
+\* both LeaderCompleteness and StateMachineSafety).
+CommitWithinLog == \A i \in Server : commitIndex[i] <= Len(log[i])
+
+\* A leader of a later term than a server's holds what that server has
+\* committed.
+LeaderCompleteness ==
+    /\ CommitWithinLog
+    /\ \A i \in Server, e \in elections :
+          e.eterm > currentTerm[i] =>
+              IsPrefix(SubSeq(log[i], 1, commitIndex[i]), e.elog)
+
+\* Servers never disagree on a committed entry.
+StateMachineSafety ==
+    /\ CommitWithinLog
+    /\ \A i, j \in Server :
+          \A n \in 1..Min({commitIndex[i], commitIndex[j]}) : log[i][n] = log[j][n]
+
+HoldsDurably(s, index, t) ==
+    /\ index >= 1
+    /\ durableLen[s] >= index
+    /\ log[s][index].term = t
+
+HasEntry(xlog, index, t) ==
+    index >= 1 /\ Len(xlog) >= index /\ xlog[index].term = t
+
+\* durable: every committed entry is in the durable log of a quorum, where
+\* TRUNCATED members (not yet repaired) count as holders.
+CommittedIsDurable ==
+    \A c \in committed :
+        ({s \in Server : HoldsDurably(s, c.index, c.term)}
+            \cup {s \in Server : verdict[s] = Truncated}) \in Quorum
+
+\* durable: a committed entry stays in some durable log, and every leader
+\* of a later term has it.
+NoAckedLoss ==
+    \A c \in committed :
+        /\ \E s \in Server : HoldsDurably(s, c.index, c.term)
+        /\ \A e \in elections :
+              e.eterm > c.cterm => HasEntry(e.elog, c.index, c.term)
+        /\ \A s \in Server :
+              state[s] = Leader /\ currentTerm[s] > c.cterm =>
+                  HasEntry(log[s], c.index, c.term)
+
+=============================================================================

@@ -1,0 +1,18 @@
+---------------------------- MODULE MCDurableRaft ----------------------------
+(***************************************************************************)
+(* DurableRaft with the explorer's bounds (spec/config.go, InBounds) as a  *)
+(* state constraint, so that TLC and `raftspec explore` search the same    *)
+(* graph: a successor outside the bounds is generated and checked against *)
+(* the invariants but neither counted as distinct nor explored.            *)
+(* No symmetry: the Go explorer does not use it either.                    *)
+(***************************************************************************)
+EXTENDS DurableRaft
+
+CONSTANTS MaxTerm, MaxLog, MaxDup, MaxMsgs
+
+Bound ==
+    /\ \A i \in Server : currentTerm[i] <= MaxTerm /\ Len(log[i]) <= MaxLog
+    /\ \A m \in DOMAIN messages : messages[m] <= MaxDup
+    /\ Cardinality(DOMAIN messages) <= MaxMsgs
+
+=============================================================================
