@@ -123,6 +123,7 @@ func TraceModel(c *trace.Config) (*Model, error) {
 		if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
 			return nil, err
 		}
+		cfg.Production = c.Production
 	}
 	return NewModel(cfg)
 }
@@ -243,10 +244,25 @@ func (m *Model) labelFromEvent(e *trace.Event) (Label, *Message, error) {
 			return l, nil, fmt.Errorf("%s needs a cut point", e.Action)
 		}
 		l.Cut = uint8(*e.Cut)
-	case ActRequestVote, ActAppendEntries:
+	case ActRequestVote, ActAppendEntries, ActSendAppendEntries:
 		if e.Peer == "" {
 			return l, nil, fmt.Errorf("%s needs a peer", e.Action)
 		}
+	}
+	if a == ActSendAppendEntries {
+		// The message sent, without mlog, fixes the range.
+		if e.Msg == nil {
+			return l, nil, fmt.Errorf("%s needs the message it sends", e.Action)
+		}
+		msg, err := m.messageFromTrace(e.Msg)
+		if err != nil {
+			return l, nil, err
+		}
+		if msg.Msource != i || msg.Mdest != l.J {
+			return l, nil, fmt.Errorf("%s: message from %s to %s, event from %s to %s", e.Action, e.Msg.Msource, e.Msg.Mdest, e.Node, e.Peer)
+		}
+		l.Msg = msg
+		return l, nil, nil
 	}
 	if !a.ReceivesMessage() {
 		return l, nil, nil

@@ -140,6 +140,10 @@ type Config struct {
 	Crashes, Corruptions int
 
 	Bugs Bug
+
+	// Production adds the actions of the production core (production.go)
+	// to profile durable.
+	Production bool
 }
 
 // Validate checks that the constants are in range.
@@ -161,6 +165,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("crashes=%d corruptions=%d: want 0..200", c.Crashes, c.Corruptions)
 	case c.Profile == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs != 0):
 		return fmt.Errorf("profile raft has no crash or corruption budgets and no bug switches")
+	case c.Profile == ProfileRaft && c.Production:
+		return fmt.Errorf("the production actions extend profile durable only")
 	}
 	return nil
 }
@@ -173,6 +179,9 @@ func (c Config) String() string {
 	}
 	if c.Bugs != 0 {
 		s += " bugs=" + c.Bugs.String()
+	}
+	if c.Production {
+		s += " production"
 	}
 	return s
 }

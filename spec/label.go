@@ -27,6 +27,13 @@ const (
 	ActFlush
 	ActCrash
 	ActCorrupt
+	// The production actions (production.go), taken only with
+	// Config.Production.
+	ActSendAppendEntries
+	ActHandleAppendEntriesBatch
+	ActHandleAppendEntriesResponseMax
+	ActFlushTo
+	ActStepDown
 	actionEnd
 )
 
@@ -49,6 +56,12 @@ var actionNames = [...]string{
 	ActFlush:                       "Flush",
 	ActCrash:                       "Crash",
 	ActCorrupt:                     "Corrupt",
+
+	ActSendAppendEntries:              "SendAppendEntries",
+	ActHandleAppendEntriesBatch:       "HandleAppendEntriesBatch",
+	ActHandleAppendEntriesResponseMax: "HandleAppendEntriesResponseMax",
+	ActFlushTo:                        "FlushTo",
+	ActStepDown:                       "StepDown",
 }
 
 func (a Action) String() string {
@@ -71,7 +84,7 @@ func ParseAction(name string) (Action, bool) {
 // ReceivesMessage reports whether the action consumes or copies a message of
 // the bag (the handlers under Receive, DuplicateMessage, DropMessage).
 func (a Action) ReceivesMessage() bool {
-	return a >= ActUpdateTerm && a <= ActDropMessage
+	return a >= ActUpdateTerm && a <= ActDropMessage || a.productionReceives()
 }
 
 // Branch says which disjunct of HandleAppendEntriesRequest ran.

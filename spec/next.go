@@ -17,6 +17,10 @@ package spec
 //	        /\ allLogs' = allLogs \cup {log[i] : i \in Server}
 //
 // allLogs' is built from the logs of s, the pre-state, on every step.
+//
+// With Config.Production the actions of production.go are added, and an
+// AppendEntries request with more than one entry is handled only by
+// HandleAppendEntriesBatch.
 func (m *Model) Next(s *State, emit Emit) {
 	allLogs := m.withLogs(s.AllLogs, s)
 	out := func(n State, l Label) {
@@ -56,8 +60,15 @@ func (m *Model) Next(s *State, emit Emit) {
 			m.AppendEntries(s, i, j, out)
 		}
 	}
+	if m.Production {
+		m.nextProduction(s, out)
+	}
 	for _, e := range s.Messages {
-		m.Receive(s, e.M, out)
+		if m.Production {
+			m.receiveProduction(s, e.M, out)
+		} else {
+			m.Receive(s, e.M, out)
+		}
 	}
 	for _, e := range s.Messages {
 		m.DuplicateMessage(s, e.M, out)
@@ -83,6 +94,12 @@ func (m *Model) Step(s *State, l Label, emit Emit) {
 		}
 		n.AllLogs = allLogs
 		emit(n, got)
+	}
+	if l.Action.isProduction() {
+		if m.Production {
+			m.stepProduction(s, l, out)
+		}
+		return
 	}
 	i, j := l.I, l.J
 	switch l.Action {
@@ -132,7 +149,7 @@ func (m *Model) Step(s *State, l Label, emit Emit) {
 				m.HandleRequestVoteResponse(s, i, j, msg, out)
 			}
 		case ActHandleAppendEntriesRequest:
-			if msg.Mtype == AppendEntriesRequest {
+			if msg.Mtype == AppendEntriesRequest && !(m.Production && msg.Mentries.Len() > 1) {
 				m.HandleAppendEntriesRequest(s, i, j, msg, out)
 			}
 		case ActHandleAppendEntriesResponse:

@@ -143,6 +143,7 @@ func (m *Model) TraceConfig(source string) *trace.Config {
 	c := &trace.Config{Profile: m.Profile.String(), Servers: len(m.servers), Values: len(m.values), Source: source}
 	if m.durable() {
 		c.Crashes, c.Corruptions, c.Bugs = m.Crashes, m.Corruptions, m.Bugs.String()
+		c.Production = m.Production
 	}
 	return c
 }
@@ -154,6 +155,9 @@ func (m *Model) StepEvent(st Step) trace.Event {
 	switch {
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries:
 		e.Peer = serverName(l.J)
+	case l.Action == ActSendAppendEntries:
+		e.Peer = serverName(l.J)
+		e.Msg = m.TraceMessage(l.Msg)
 	case l.Action.ReceivesMessage():
 		e.Peer = serverName(l.Msg.Msource)
 		e.Msg = m.TraceMessage(l.Msg)

@@ -20,6 +20,10 @@ var Actions = []string{
 	"HandleAppendEntriesRequest", "HandleAppendEntriesResponse", "DropStaleResponse",
 	"DuplicateMessage", "DropMessage",
 	"Flush", "Crash", "Corrupt",
+	// The production actions (spec/production.go), in traces whose Config
+	// has "production": true.
+	"SendAppendEntries", "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax",
+	"FlushTo", "StepDown",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -36,7 +40,8 @@ type Event struct {
 	// Peer is j: the destination of RequestVote and AppendEntries, the
 	// source (m.msource) of a message action.
 	Peer string `json:"peer,omitempty"`
-	// Msg is the message a message action consumes, copies or drops.
+	// Msg is the message a message action consumes, copies or drops, or
+	// the message SendAppendEntries sends.
 	Msg    *Message `json:"msg,omitempty"`
 	Branch string   `json:"branch,omitempty"`
 	// Value is ClientRequest's v.
@@ -57,6 +62,9 @@ type Config struct {
 	Crashes     int    `json:"crashes,omitempty"`
 	Corruptions int    `json:"corruptions,omitempty"`
 	Bugs        string `json:"bugs,omitempty"`
+	// Production: the production actions of spec/production.go are steps
+	// of the model (profile durable only). Absent means false.
+	Production bool `json:"production,omitempty"`
 	// Source says who wrote the trace: "spec", "impl", ...
 	Source string `json:"source,omitempty"`
 }

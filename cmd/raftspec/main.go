@@ -78,6 +78,7 @@ type modelFlags struct {
 	servers, values                  int
 	maxTerm, maxLog, maxDup, maxMsgs int
 	crashes, corruptions             int
+	production                       bool
 }
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
@@ -90,6 +91,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxMsgs, "max-msgs", 1, "bound: Cardinality(DOMAIN messages) <= N")
 	fs.IntVar(&f.crashes, "crashes", 0, "durable: Crash steps a behaviour may take")
 	fs.IntVar(&f.corruptions, "corruptions", 0, "durable: Corrupt steps a behaviour may take")
+	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
 	fs.StringVar(&f.bugs, "bug", "", "durable: comma-separated fixes to switch off: "+strings.Join(spec.AllBugs(), ", "))
 }
 
@@ -104,7 +106,7 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	}
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
-		Crashes: f.crashes, Corruptions: f.corruptions, Bugs: bugs})
+		Crashes: f.crashes, Corruptions: f.corruptions, Bugs: bugs, Production: f.production})
 }
 
 func explore(args []string, stdout, stderr io.Writer) error {
