@@ -173,7 +173,7 @@ func TestProductionActions(t *testing.T) {
 		}, act: func(m *Model, s *State, e Emit) { m.HandleAppendEntriesResponseMax(s, 1, 2, success(3), e) },
 			want: []func(*State){func(n *State) { n.MatchIndex[1][2], n.NextIndex[1][2], n.Messages = 3, 4, nil }}},
 		{name: "FlushTo makes each proper prefix durable", pre: func(s *State) { s.Log[2] = LogOf(e1, e1, e1) },
-			act: func(m *Model, s *State, e Emit) { m.FlushTo(s, 2, e) },
+			act:  func(m *Model, s *State, e Emit) { m.FlushTo(s, 2, e) },
 			want: []func(*State){func(n *State) { n.DurableLen[2] = 1 }, func(n *State) { n.DurableLen[2] = 2 }}},
 		{name: "StepDown keeps term and vote", pre: func(s *State) { leader(s, 1, 2, LogOf(e1)); s.VotedFor[1] = 1 },
 			act:  func(m *Model, s *State, e Emit) { m.StepDown(s, 1, e) },
