@@ -1,0 +1,203 @@
+--------------------------- MODULE TraceDurableRaft ---------------------------
+(***************************************************************************)
+(* Trace validation: does a trace in the trace/ format (docs/trace-format  *)
+(* .md), written by spec/ or impl/, describe a behaviour of DurableRaft?   *)
+(*                                                                         *)
+(* TLC reads the trace with Json's ndJsonDeserialize.  Line 0 is an Init   *)
+(* event whose config fixes the constants (profile, servers, values,       *)
+(* crashes, corruptions, bugs).  Each later line names one action of       *)
+(* DurableRaft with its parameters and choices; TLC takes that action,     *)
+(* with those parameters, from every state the trace so far can be in,    *)
+(* and keeps the successors whose post-state of the node agrees with every *)
+(* field the line logs.  The variable l is the next line to match, so the  *)
+(* states at depth d of the search are exactly those that explain lines    *)
+(* 0..d-1; the trace is accepted when the search reaches depth Len(Trace)  *)
+(* (the POSTCONDITION TraceMatched), i.e. when the last line was matched.  *)
+(*                                                                         *)
+(* The trace leaves out the history field mlog of messages: a message      *)
+(* action may take any message of the bag that agrees with the logged one  *)
+(* on every other field, and TLC keeps every such choice.                  *)
+(*                                                                         *)
+(* Mapping of trace fields to the spec (a missing optional field is not    *)
+(* compared):                                                              *)
+(*                                                                         *)
+(*  | trace field                  | spec                                 |*)
+(*  |------------------------------|--------------------------------------|*)
+(*  | config.profile               | Profile                              |*)
+(*  | config.servers = N           | Server = {"s1", .., "sN"}            |*)
+(*  | config.values = V            | Value = 1..V                         |*)
+(*  | config.crashes / corruptions | Crashes / Corruptions (default 0)    |*)
+(*  | config.bugs "a,b" (Go order) | Bugs = {"a", "b"}                    |*)
+(*  | seq                          | l - 1                                |*)
+(*  | action                       | the operator of the same name        |*)
+(*  | node                         | i (m.mdest for message actions)      |*)
+(*  | peer                         | j of RequestVote, AppendEntries      |*)
+(*  | msg (all fields but mlog)    | m \in DOMAIN messages, mlog ignored  |*)
+(*  | branch                       | the HandleAppendEntriesRequest       |*)
+(*  |                              |   disjunct (reject, return-to-       |*)
+(*  |                              |   follower, already-done, conflict,  |*)
+(*  |                              |   append); any when absent           |*)
+(*  | value                        | v of ClientRequest(i, v)             |*)
+(*  | cut                          | k of CrashKeeping / CorruptKeeping   |*)
+(*  | state.currentTerm            | currentTerm'[i]                      |*)
+(*  | state.state                  | state'[i]                            |*)
+(*  | state.votedFor ("Nil", "sK") | votedFor'[i]                         |*)
+(*  | state.log [{term, value}]    | log'[i]                              |*)
+(*  | state.commitIndex            | commitIndex'[i]                      |*)
+(*  | state.votesResponded [..]    | votesResponded'[i] (as a set)        |*)
+(*  | state.votesGranted [..]      | votesGranted'[i] (as a set)          |*)
+(*  | state.nextIndex {sK: n}      | nextIndex'[i]                        |*)
+(*  | state.matchIndex {sK: n}     | matchIndex'[i]                       |*)
+(*  | state.durableLen             | durableLen'[i]                       |*)
+(*  | state.learnedCommit          | learnedCommit'[i]                    |*)
+(*  | state.verdict                | verdict'[i] ("CLEAN", "TRUNCATED")   |*)
+(*  | state.truncatedAtTerm        | truncatedAtTerm'[i]                  |*)
+(*  | (not logged)                 | elections, allLogs, voterLog, mlog,  |*)
+(*  |                              |   committed: rebuilt by the spec     |*)
+(*                                                                         *)
+(* The trace file is trace.ndjson in TLC's working directory: TLC 2.20's  *)
+(* standard modules have no IOEnv (that is CommunityModules' IOUtils), so *)
+(* tla/tlc.sh runs TLC in a scratch directory holding a copy of the trace *)
+(* under that name.                                                        *)
+(***************************************************************************)
+EXTENDS DurableRaft, Json, TLC, Sequences, Naturals
+
+TraceFile == "trace.ndjson"
+
+Trace == TLCEval(ndJsonDeserialize(TraceFile))
+
+ASSUME Len(Trace) >= 1 /\ Trace[1].action = "Init"
+
+Field(r, f, default) == IF f \in DOMAIN r THEN r[f] ELSE default
+
+TraceConfig == Trace[1].config
+
+RECURSIVE JoinNames(_)
+JoinNames(seq) ==
+    IF seq = <<>> THEN ""
+    ELSE IF Len(seq) = 1 THEN Head(seq)
+    ELSE Head(seq) \o "," \o JoinNames(Tail(seq))
+
+\* Constants taken from line 0 (substituted for DurableRaft's in the .cfg).
+TraceProfile     == TraceConfig.profile
+TraceServer      == {"s" \o ToString(k) : k \in 1..TraceConfig.servers}
+TraceValue       == 1..TraceConfig.values
+TraceCrashes     == Field(TraceConfig, "crashes", 0)
+TraceCorruptions == Field(TraceConfig, "corruptions", 0)
+\* config.bugs lists the switches comma-separated in spec/config.go's order
+\* (as Go's Bug.String writes them); an unknown name fails the CHOOSE.
+TraceBugs ==
+    LET written == Field(TraceConfig, "bugs", "")
+    IN CHOOSE b \in SUBSET {BugNames[k] : k \in DOMAIN BugNames} :
+           JoinNames(SelectSeq(BugNames, LAMBDA n : n \in b)) = written
+
+-----------------------------------------------------------------------------
+
+VARIABLE l   \* the index in Trace of the next line to match
+
+traceVars == <<vars, l>>
+
+Event == Trace[l]
+
+ToSet(seq) == {seq[k] : k \in DOMAIN seq}
+
+\* Message m of the bag is the one the line logs: equal but for mlog.
+IsLoggedMessage(m) ==
+    [f \in DOMAIN m \ {"mlog"} |-> m[f]] = Event.msg
+
+\* The post-state of node i agrees with every field the line logs.
+LoggedStateMatches(i) ==
+    "state" \in DOMAIN Event =>
+        LET s == Event.state
+            Logs(f) == f \in DOMAIN s
+        IN /\ Logs("currentTerm")     => currentTerm'[i] = s.currentTerm
+           /\ Logs("state")           => state'[i] = s.state
+           /\ Logs("votedFor")        => votedFor'[i] = s.votedFor
+           /\ Logs("log")             => log'[i] = s.log
+           /\ Logs("commitIndex")     => commitIndex'[i] = s.commitIndex
+           /\ Logs("votesResponded")  => votesResponded'[i] = ToSet(s.votesResponded)
+           /\ Logs("votesGranted")    => votesGranted'[i] = ToSet(s.votesGranted)
+           /\ Logs("nextIndex")       => nextIndex'[i] = s.nextIndex
+           /\ Logs("matchIndex")      => matchIndex'[i] = s.matchIndex
+           /\ Logs("durableLen")      => durableLen'[i] = s.durableLen
+           /\ Logs("learnedCommit")   => learnedCommit'[i] = s.learnedCommit
+           /\ Logs("verdict")         => verdict'[i] = s.verdict
+           /\ Logs("truncatedAtTerm") => truncatedAtTerm'[i] = s.truncatedAtTerm
+
+MessageActions ==
+    {"UpdateTerm", "HandleRequestVoteRequest", "HandleRequestVoteResponse",
+     "HandleAppendEntriesRequest", "HandleAppendEntriesResponse",
+     "DropStaleResponse", "DuplicateMessage", "DropMessage"}
+
+\* The handler the line names, applied to bag message m.
+MessageStep(a, m) ==
+    LET i == m.mdest
+        j == m.msource
+    IN CASE a = "UpdateTerm" -> UpdateTerm(i, j, m)
+         [] a = "HandleRequestVoteRequest" ->
+                /\ m.mtype = RequestVoteRequest
+                /\ HandleRequestVoteRequest(i, j, m)
+         [] a = "HandleRequestVoteResponse" ->
+                /\ m.mtype = RequestVoteResponse
+                /\ HandleRequestVoteResponse(i, j, m)
+         [] a = "HandleAppendEntriesRequest" ->
+                /\ m.mtype = AppendEntriesRequest
+                /\ IF "branch" \in DOMAIN Event
+                   THEN /\ Event.branch \in AppendEntriesBranches
+                        /\ HandleAppendEntriesRequestBranch(i, j, m, Event.branch)
+                   ELSE HandleAppendEntriesRequest(i, j, m)
+         [] a = "HandleAppendEntriesResponse" ->
+                /\ m.mtype = AppendEntriesResponse
+                /\ HandleAppendEntriesResponse(i, j, m)
+         [] a = "DropStaleResponse" ->
+                /\ m.mtype \in {RequestVoteResponse, AppendEntriesResponse}
+                /\ DropStaleResponse(i, j, m)
+         [] a = "DuplicateMessage" -> DuplicateMessage(m)
+         [] a = "DropMessage" -> DropMessage(m)
+
+\* The action the line names, with its parameters and choices.
+LoggedStep(i) ==
+    LET a == Event.action
+    IN CASE a = "Restart"            -> Restart(i)
+         [] a = "Timeout"            -> Timeout(i)
+         [] a = "RequestVote"        -> Event.peer \in Server /\ RequestVote(i, Event.peer)
+         [] a = "BecomeLeader"       -> BecomeLeader(i)
+         [] a = "ClientRequest"      -> Event.value \in Value /\ ClientRequest(i, Event.value)
+         [] a = "AdvanceCommitIndex" -> AdvanceCommitIndex(i)
+         [] a = "AppendEntries"      -> Event.peer \in Server /\ AppendEntries(i, Event.peer)
+         [] a = "Flush"              -> Flush(i)
+         [] a = "Crash"              -> CrashKeeping(i, Event.cut)
+         [] a = "Corrupt"            -> CorruptKeeping(i, Event.cut)
+         [] a \in MessageActions     ->
+                \E m \in DOMAIN messages :
+                    /\ m.mdest = i
+                    /\ IsLoggedMessage(m)
+                    /\ MessageStep(a, m)
+         [] OTHER -> FALSE
+
+TraceInit ==
+    /\ Init
+    /\ l = 2
+
+TraceNext ==
+    /\ l <= Len(Trace)
+    /\ Event.seq = l - 1
+    /\ Event.node \in Server
+    /\ LoggedStep(Event.node)
+    /\ RecordLogs
+    /\ LoggedStateMatches(Event.node)
+    /\ l' = l + 1
+
+TraceSpec == TraceInit /\ [][TraceNext]_traceVars
+
+-----------------------------------------------------------------------------
+
+\* POSTCONDITION: the search reached depth Len(Trace), so some behaviour of
+\* the spec explains every line.  Otherwise print the first line none does.
+TraceMatched ==
+    LET d == TLCGet("stats").diameter
+    IN IF d >= Len(Trace) THEN TRUE
+       ELSE PrintT(<<"TraceMatched: no spec step explains line", d, Trace[d + 1]>>)
+            /\ FALSE
+
+=============================================================================
