@@ -1,0 +1,360 @@
+package tla
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/durableraft/durableraft/spec"
+	"github.com/durableraft/durableraft/trace"
+)
+
+// TraceFile is one generated trace: its name under traces/ (or
+// traces/mutated/), its ndjson bytes, and whether spec/ and TLC must accept
+// it.
+type TraceFile struct {
+	Name   string
+	Data   []byte
+	Accept bool
+	// Why says what the trace shows, or for a mutated trace what was
+	// changed and why the spec must reject it.
+	Why string
+}
+
+// Events counts the lines of the trace, Init included.
+func (f TraceFile) Events() int { return bytes.Count(f.Data, []byte("\n")) }
+
+// Counterexample explores cfg checking only invariant inv and returns the
+// model and the behaviour that violates it.
+func Counterexample(cfg spec.Config, inv string) (*spec.Model, []spec.Step, error) {
+	m, err := spec.NewModel(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := spec.Explore(m, spec.Options{Workers: 1, Invariant: inv})
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Violation == nil {
+		return nil, nil, fmt.Errorf("%v: %s holds", cfg, inv)
+	}
+	return m, res.Violation.Trace, nil
+}
+
+// EncodeTrace writes a behaviour of m as ndjson.
+func EncodeTrace(m *spec.Model, steps []spec.Step) ([]byte, error) {
+	var b bytes.Buffer
+	if err := m.WriteTrace(&b, steps); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// MutateTrace decodes a trace, lets edit change its events, and encodes the
+// result with the events renumbered.
+func MutateTrace(data []byte, edit func(events []trace.Event) ([]trace.Event, error)) ([]byte, error) {
+	events, err := trace.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	if events, err = edit(events); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	w := trace.NewWriter(&b)
+	for _, e := range events {
+		if err := w.Write(e); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WithoutBugs is the mutation that replays a behaviour found with bug
+// switches on against the fixed protocol: line 0 says no bugs.
+func WithoutBugs(events []trace.Event) ([]trace.Event, error) {
+	c := *events[0].Config
+	c.Bugs = ""
+	events[0].Config = &c
+	return events, nil
+}
+
+// WrongTerm adds one to the logged currentTerm of the event at index k.
+func WrongTerm(k int) func([]trace.Event) ([]trace.Event, error) {
+	return func(events []trace.Event) ([]trace.Event, error) {
+		if k <= 0 || k >= len(events) || events[k].State == nil {
+			return nil, fmt.Errorf("no logged state at event %d", k)
+		}
+		s := *events[k].State
+		s.CurrentTerm++
+		events[k].State = &s
+		return events, nil
+	}
+}
+
+// SkipFirst removes the first event with the given action.
+func SkipFirst(action string) func([]trace.Event) ([]trace.Event, error) {
+	return func(events []trace.Event) ([]trace.Event, error) {
+		for k := 1; k < len(events); k++ {
+			if events[k].Action == action {
+				return append(events[:k:k], events[k+1:]...), nil
+			}
+		}
+		return nil, fmt.Errorf("no %s event", action)
+	}
+}
+
+// CheckGo replays a trace with spec.CheckTrace.
+func CheckGo(data []byte) error {
+	_, err := spec.CheckTraceReader(bytes.NewReader(data))
+	return err
+}
+
+// searchStep finds, breadth first within m's bounds, a shortest behaviour
+// whose last step satisfies pred.
+func searchStep(m *spec.Model, maxStates int, pred func(pre *spec.State, l spec.Label, post *spec.State) bool) ([]spec.Step, error) {
+	type node struct {
+		state  *spec.State
+		parent int
+		label  spec.Label
+	}
+	nodes := []node{{state: m.Init(), parent: -1}}
+	seen := map[uint64]bool{spec.Fingerprint(m.Encode(nil, nodes[0].state)): true}
+	path := func(k int) []spec.Step {
+		var steps []spec.Step
+		for ; k >= 0; k = nodes[k].parent {
+			steps = append(steps, spec.Step{Label: nodes[k].label, State: nodes[k].state})
+		}
+		for a, b := 0, len(steps)-1; a < b; a, b = a+1, b-1 {
+			steps[a], steps[b] = steps[b], steps[a]
+		}
+		return steps
+	}
+	var buf []byte
+	for k := 0; k < len(nodes) && len(nodes) < maxStates; k++ {
+		pre := nodes[k].state
+		var found []spec.Step
+		m.Next(pre, func(succ spec.State, l spec.Label) {
+			if found != nil || !m.InBounds(&succ) {
+				return
+			}
+			post := succ
+			if pred(pre, l, &post) {
+				found = append(path(k), spec.Step{Label: l, State: &post})
+				return
+			}
+			buf = m.Encode(buf[:0], &post)
+			if fp := spec.Fingerprint(buf); !seen[fp] {
+				seen[fp] = true
+				nodes = append(nodes, node{state: &post, parent: k, label: l})
+			}
+		})
+		if found != nil {
+			return found, nil
+		}
+	}
+	return nil, errors.New("no such step within the bounds")
+}
+
+// durableSmall is the durable setting of the counterexamples (docs/tla.md).
+func durableSmall(bugs string) spec.Config {
+	b, err := spec.ParseBugs(bugs)
+	if err != nil {
+		panic(err)
+	}
+	return spec.Config{Profile: spec.ProfileDurable, Servers: 2, Values: 1,
+		MaxTerm: 2, MaxLog: 1, MaxDup: 1, MaxMsgs: 2, Crashes: 1, Corruptions: 1, Bugs: b}
+}
+
+// Generate builds every example trace: reachability witnesses and bug
+// counterexamples from the explorer, random walks from the simulator, and
+// the mutated traces. It checks each with spec.CheckTrace: accepted ones
+// must pass and mutated ones must fail.
+func Generate() ([]TraceFile, error) {
+	var out []TraceFile
+	add := func(name string, m *spec.Model, steps []spec.Step, why string) error {
+		data, err := EncodeTrace(m, steps)
+		if err != nil {
+			return err
+		}
+		out = append(out, TraceFile{Name: name, Data: data, Accept: true, Why: why})
+		return nil
+	}
+
+	// Witnesses of the reachability properties, both profiles.
+	for _, cfg := range []spec.Config{
+		{Profile: spec.ProfileRaft, Servers: 2, Values: 1, MaxTerm: 3, MaxLog: 1, MaxDup: 1, MaxMsgs: 1},
+		durableSmall(""),
+	} {
+		m, err := spec.NewModel(cfg)
+		if err != nil {
+			return nil, err
+		}
+		res, err := spec.Explore(m, spec.Options{Workers: 1})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res.Reached {
+			if w := r.Witness(); r.Found && len(w) >= 2 {
+				name := fmt.Sprintf("witness-%v-%s.ndjson", cfg.Profile, r.Name)
+				if err := add(name, m, w, "reaches "+r.Name+" ("+cfg.String()+")"); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+
+	// Counterexamples of the bug switches.
+	cexes := map[string][]spec.Step{}
+	for _, c := range []struct{ bug, inv string }{
+		{"self-counts-appended", "CommittedIsDurable"},
+		{"self-counts-appended", "NoAckedLoss"},
+		{"follower-acks-appended", "CommittedIsDurable"},
+		{"follower-acks-appended", "NoAckedLoss"},
+		{"release-at-leader-commit", "CommittedIsDurable"},
+	} {
+		m, steps, err := Counterexample(durableSmall(c.bug), c.inv)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("cex-%s-%s.ndjson", c.bug, c.inv)
+		cexes[name] = steps
+		if err := add(name, m, steps, fmt.Sprintf("bug %s violates %s", c.bug, c.inv)); err != nil {
+			return nil, err
+		}
+	}
+
+	// Random walks, deep and with three servers.
+	for _, w := range []struct {
+		cfg   spec.Config
+		walks int
+	}{
+		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3,
+			Crashes: 1, Corruptions: 1}, 12},
+		{spec.Config{Profile: spec.ProfileRaft, Servers: 3, Values: 2, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3}, 4},
+	} {
+		m, err := spec.NewModel(w.cfg)
+		if err != nil {
+			return nil, err
+		}
+		walks := make([][]spec.Step, w.walks)
+		res, err := spec.Simulate(m, spec.SimOptions{Walks: w.walks, Depth: 60, Seed: 1, Workers: 1,
+			OnWalk: func(k int, steps []spec.Step) { walks[k] = steps }})
+		if err != nil {
+			return nil, err
+		}
+		if res.Violation != nil {
+			return nil, fmt.Errorf("%v: simulation found a violation of %s", w.cfg, res.Violation.Invariant)
+		}
+		for k, steps := range walks {
+			name := fmt.Sprintf("walk-%v-s%d-%02d.ndjson", w.cfg.Profile, w.cfg.Servers, k)
+			if err := add(name, m, steps, fmt.Sprintf("simulate walk %d, seed %d (%v)", k, 1+k, w.cfg)); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	// A TRUNCATED member granting a vote: legal only with the bug on.
+	mv, err := spec.NewModel(spec.Config{Profile: spec.ProfileDurable, Servers: 2, Values: 1,
+		MaxTerm: 3, MaxLog: 1, MaxDup: 1, MaxMsgs: 1, Crashes: 0, Corruptions: 1, Bugs: spec.BugTruncatedMemberVotes})
+	if err != nil {
+		return nil, err
+	}
+	grant, err := searchStep(mv, 1<<20, func(pre *spec.State, l spec.Label, post *spec.State) bool {
+		return l.Action == spec.ActHandleRequestVoteRequest && pre.Verdict[l.I] == spec.Truncated &&
+			post.VotedFor[l.I] == l.J && pre.VotedFor[l.I] == spec.Nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("truncated voter: %w", err)
+	}
+	if err := add("bug-truncated-member-votes-grant.ndjson", mv, grant,
+		"with bug truncated-member-votes, a TRUNCATED member grants a vote"); err != nil {
+		return nil, err
+	}
+
+	byName := map[string][]byte{}
+	for _, f := range out {
+		byName[f.Name] = f.Data
+	}
+	mutations := []struct {
+		name, from string
+		edit       func([]trace.Event) ([]trace.Event, error)
+		why        string
+	}{
+		{"wrong-term.ndjson", "walk-durable-s3-00.ndjson", WrongTerm(20),
+			"event 20 logs currentTerm one higher than the spec's"},
+		{"skipped-step.ndjson", "witness-raft-TwoLeadersElected.ndjson", SkipFirst("Timeout"),
+			"the first Timeout is left out, so the next step is not enabled"},
+		{"commit-beyond-durable-majority.ndjson", "cex-self-counts-appended-CommittedIsDurable.ndjson", WithoutBugs,
+			"the leader commits an entry only it has appended, not durably: legal only under bug self-counts-appended"},
+		{"ack-before-fsync.ndjson", "cex-follower-acks-appended-CommittedIsDurable.ndjson", WithoutBugs,
+			"a follower acknowledges an entry it has not flushed: legal only under bug follower-acks-appended"},
+		{"truncated-member-votes.ndjson", "bug-truncated-member-votes-grant.ndjson", WithoutBugs,
+			"a TRUNCATED member grants a vote: the settled rule forbids it until the member is repaired"},
+	}
+	for _, mu := range mutations {
+		src, ok := byName[mu.from]
+		if !ok {
+			return nil, fmt.Errorf("mutation %s: no trace %s", mu.name, mu.from)
+		}
+		data, err := MutateTrace(src, mu.edit)
+		if err != nil {
+			return nil, fmt.Errorf("mutation %s: %w", mu.name, err)
+		}
+		out = append(out, TraceFile{Name: filepath.Join("mutated", mu.name), Data: data,
+			Why: mu.why + " (from " + mu.from + ")"})
+	}
+
+	for _, f := range out {
+		err := CheckGo(f.Data)
+		switch {
+		case f.Accept && err != nil:
+			return nil, fmt.Errorf("%s: spec rejects a generated trace: %w", f.Name, err)
+		case !f.Accept && err == nil:
+			return nil, fmt.Errorf("%s: spec accepts a mutated trace", f.Name)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out, nil
+}
+
+// WriteTraces replaces the .ndjson files of dir and dir/mutated with files
+// and writes dir/README.md listing them.
+func WriteTraces(dir string, files []TraceFile) error {
+	for _, d := range []string{dir, filepath.Join(dir, "mutated")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		old, _ := filepath.Glob(filepath.Join(d, "*.ndjson"))
+		for _, p := range old {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+		}
+	}
+	var idx strings.Builder
+	idx.WriteString("# Example traces\n\nWritten by `go generate ./tla` (tla/gentraces); do not edit by hand.\n" +
+		"`tla/tlc.sh all` and `bin/raftspec check-trace` must accept every trace here and reject every\n" +
+		"trace in mutated/.\n\n| file | events | expect | what it shows |\n|---|---|---|---|\n")
+	accepted := 0
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return err
+		}
+		expect := "reject"
+		if f.Accept {
+			expect = "accept"
+			accepted += f.Events()
+		}
+		fmt.Fprintf(&idx, "| %s | %d | %s | %s |\n", f.Name, f.Events(), expect, f.Why)
+	}
+	fmt.Fprintf(&idx, "\n%d events in the accepted traces.\n", accepted)
+	return os.WriteFile(filepath.Join(dir, "README.md"), []byte(idx.String()), 0o644)
+}
