@@ -77,6 +77,7 @@ func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
 
 func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, int64, *Violation) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
+	weights := swarmWeights(rng)
 	s := m.Init()
 	steps := []Step{{State: s}}
 	for _, inv := range invs {
@@ -111,33 +112,45 @@ func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, i
 		if len(succ) == 0 {
 			break
 		}
-		next := pickStep(rng, succ)
+		next := pickStep(rng, succ, &weights)
 		steps = append(steps, next)
 		s = next.State
 	}
 	return steps, generated, nil
 }
 
-// pickStep chooses the next step as TLC's simulation mode does: first an
-// action uniformly among the enabled ones, then one of its successors.
-// Choosing among successors directly would let the message actions, which
-// have one instance per message in the bag, crowd out the rest.
-func pickStep(rng *rand.Rand, succ []Step) Step {
+// swarmWeights draws, once per walk, a weight for each action: 1, 4 or 16
+// with equal chance. Walks that favour different actions reach different
+// corners of the state space ("swarm testing"); no action is ever ruled out.
+func swarmWeights(rng *rand.Rand) [actionEnd]int {
+	var w [actionEnd]int
+	for a := range w {
+		w[a] = 1 << (2 * rng.IntN(3))
+	}
+	return w
+}
+
+// pickStep chooses the next step as TLC's simulation mode does, first an
+// action among the enabled ones, then one of its successors, except that the
+// action is drawn with the walk's weights. Choosing among successors
+// directly would let the message actions, which have one instance per
+// message in the bag, crowd out the rest.
+func pickStep(rng *rand.Rand, succ []Step, weights *[actionEnd]int) Step {
 	var counts [actionEnd]int
-	enabled := 0
+	total := 0
 	for _, st := range succ {
 		if counts[st.Label.Action] == 0 {
-			enabled++
+			total += weights[st.Label.Action]
 		}
 		counts[st.Label.Action]++
 	}
-	pick := rng.IntN(enabled)
+	pick := rng.IntN(total)
 	for a := range counts {
 		if counts[a] == 0 {
 			continue
 		}
-		if pick > 0 {
-			pick--
+		if pick >= weights[a] {
+			pick -= weights[a]
 			continue
 		}
 		k := rng.IntN(counts[a])
