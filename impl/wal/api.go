@@ -322,6 +322,7 @@ func (w *WAL) Close() error {
 		w.sealIfNeeded()
 	}
 	<-w.doneCh
+	<-w.prepDone
 	w.ioMu.Lock()
 	defer w.ioMu.Unlock()
 	w.mu.Lock()

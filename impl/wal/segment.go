@@ -14,6 +14,7 @@ import (
 const (
 	prefixSegment = "seg-"     // a live segment
 	prefixFree    = "free-"    // a compacted segment kept for reuse
+	prefixSpare   = "spare-"   // a fresh zero-filled file made ahead of need
 	prefixTmp     = "tmp-"     // a segment being initialised; never read
 	prefixCorrupt = "corrupt-" // a segment behind a recovery break; kept for an operator
 	suffixSegment = ".wal"
@@ -25,7 +26,7 @@ func segmentFileName(prefix string, generation uint64) string {
 
 // parseSegmentFileName returns the prefix and generation of a WAL file name.
 func parseSegmentFileName(name string) (string, uint64, bool) {
-	for _, prefix := range []string{prefixSegment, prefixFree, prefixTmp, prefixCorrupt} {
+	for _, prefix := range []string{prefixSegment, prefixFree, prefixSpare, prefixTmp, prefixCorrupt} {
 		rest, ok := strings.CutPrefix(name, prefix)
 		if !ok {
 			continue
@@ -59,6 +60,9 @@ type segment struct {
 	// unvouched: the last batch written holds records and no later batch, seal or
 	// segment vouches for it on disk (see Verdict TornTail).
 	unvouched bool
+	// prepared: the preparer was asked for the next segment's file (once this one is
+	// half full, so that its zero fill spreads over the segment's life).
+	prepared bool
 	// reused: the file may hold bytes of an earlier life past writeOffset. Each batch
 	// write then also zeroes the block after it, so that a log that ends cleanly ends
 	// at a zero block, not in the middle of an old batch (which would read as torn).
@@ -86,28 +90,44 @@ type placement struct {
 	offset   int64
 }
 
-// createSegment makes a new segment durable before it has a name: it takes a free file
-// (a compacted segment) or creates one, preallocates it, writes and fdatasyncs the
-// header, renames it to seg-<generation>.wal and syncs the directory. A reused file keeps
-// its old bytes past the header; the generation in every batch tells them apart.
+// createSegment makes a new segment durable before it has a name. It takes a spare
+// (a fresh zero-filled file the preparer made ahead), else a free file (a compacted
+// segment), else creates a file; it preallocates it, writes and fdatasyncs the header,
+// renames it to seg-<generation>.wal and syncs the directory. A reused file keeps its
+// old bytes past the header; the generation in every batch tells them apart.
+//
+// A fresh file is zero-filled, not only fallocated, while the WAL opens (there is time
+// then): an fdatasync that lands in fallocated but never written blocks must also
+// commit the extent conversion to the file system's journal, which costs about as much
+// again. During a flush there is no time, and a fresh file is only fallocated; the
+// preparer keeps a spare ready so that this is rare.
 func (w *WAL) createSegment(hdr segmentHeader) (*segment, error) {
 	tmp := filepath.Join(w.dir, segmentFileName(prefixTmp, hdr.generation))
 	var f vfs.File
 	var err error
-	reused := len(w.free) > 0
-	if n := len(w.free); n > 0 {
-		old := w.free[n-1]
-		w.free = w.free[:n-1]
+	reused, fresh := false, false
+	switch {
+	case len(w.spares) > 0:
+		old := w.spares[len(w.spares)-1]
+		w.spares = w.spares[:len(w.spares)-1]
 		if err = w.fs.Rename(filepath.Join(w.dir, old), tmp); err == nil {
 			f, err = w.fs.Open(tmp)
 		}
-	} else {
+	case len(w.free) > 0:
+		reused = true
+		old := w.free[len(w.free)-1]
+		w.free = w.free[:len(w.free)-1]
+		if err = w.fs.Rename(filepath.Join(w.dir, old), tmp); err == nil {
+			f, err = w.fs.Open(tmp)
+		}
+	default:
+		fresh = true
 		f, err = w.fs.Create(tmp)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", hdr.generation, err)
 	}
-	seg, err := w.initSegment(f, tmp, hdr)
+	seg, err := w.initSegment(f, tmp, hdr, fresh && w.opening)
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("create segment %d: %w", hdr.generation, err)
@@ -116,9 +136,26 @@ func (w *WAL) createSegment(hdr segmentHeader) (*segment, error) {
 	return seg, nil
 }
 
-func (w *WAL) initSegment(f vfs.File, tmp string, hdr segmentHeader) (*segment, error) {
+// zeroFill writes zeros over [from, size) of f.
+func zeroFill(f vfs.File, from, size int64) error {
+	zeros := make([]byte, min(1<<20, size))
+	for off := from; off < size; off += int64(len(zeros)) {
+		n := min(int64(len(zeros)), size-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *WAL) initSegment(f vfs.File, tmp string, hdr segmentHeader, fill bool) (*segment, error) {
 	if err := f.Preallocate(int64(hdr.segmentBytes)); err != nil {
 		return nil, err
+	}
+	if fill {
+		if err := zeroFill(f, int64(hdr.blockBytes), int64(hdr.segmentBytes)); err != nil {
+			return nil, err
+		}
 	}
 	block := make([]byte, hdr.blockBytes)
 	hdr.encode(block)
@@ -137,6 +174,57 @@ func (w *WAL) initSegment(f vfs.File, tmp string, hdr segmentHeader) (*segment, 
 		return nil, err
 	}
 	return &segment{name: name, file: f, hdr: hdr, writeOffset: int64(hdr.blockBytes)}, nil
+}
+
+// runPreparer makes a spare segment file (fresh, zero-filled, fdatasync'd) when the
+// active segment is half full and no free or spare file is waiting, so that rotation
+// never waits for a zero fill and never writes into fallocated blocks. With compaction
+// recycling files it rarely has work. It is an optimisation only: a spare that cannot
+// be made is logged and skipped.
+func (w *WAL) runPreparer() {
+	defer close(w.prepDone)
+	for {
+		select {
+		case <-w.prepCh:
+		case <-w.closeCh:
+			return
+		}
+		w.ioMu.Lock()
+		need := len(w.spares) == 0 && len(w.free) == 0
+		w.spareSeq++
+		name := segmentFileName(prefixSpare, w.spareSeq)
+		w.ioMu.Unlock()
+		if !need {
+			continue
+		}
+		if err := w.makeSpare(name); err != nil {
+			w.log.Warn("wal: cannot prepare a spare segment file", "file", name, "err", err)
+			_ = w.fs.Remove(filepath.Join(w.dir, name))
+			continue
+		}
+		w.ioMu.Lock()
+		w.spares = append(w.spares, name)
+		w.ioMu.Unlock()
+	}
+}
+
+func (w *WAL) makeSpare(name string) error {
+	f, err := w.fs.Create(filepath.Join(w.dir, name))
+	if err != nil {
+		return err
+	}
+	size := w.opts.SegmentBytes
+	err = f.Preallocate(size)
+	if err == nil {
+		err = zeroFill(f, 0, size)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if errClose := f.Close(); err == nil {
+		err = errClose
+	}
+	return err
 }
 
 // writeBatch writes recs (encoded records continuing tip) as one batch at the segment's
@@ -185,6 +273,10 @@ func (w *WAL) writeBatch(seg *segment, recs [][]byte, tip chainTip, placed []pla
 		return start, placed, fmt.Errorf("write batch to %s at %d: %w", seg.name, seg.writeOffset, err)
 	}
 	seg.writeOffset += total
+	if !seg.prepared && seg.writeOffset > int64(seg.hdr.segmentBytes)/2 {
+		seg.prepared = true
+		ring(w.prepCh)
+	}
 	seg.dirty = true
 	seg.unvouched = len(recs) > 0
 	w.stats.batches.Add(1)

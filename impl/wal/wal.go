@@ -64,8 +64,13 @@ type WAL struct {
 	// generationMax is the highest generation in any file name ever seen or made.
 	// Guarded by ioMu.
 	generationMax uint64
-	// free lists compacted segment files kept for reuse. Guarded by ioMu.
-	free []string
+	// free lists compacted segment files kept for reuse, spares fresh zero-filled
+	// files made ahead by the preparer; spareSeq numbers spares. Guarded by ioMu.
+	free     []string
+	spares   []string
+	spareSeq uint64
+	// opening: Open is running (createSegment may take its time).
+	opening bool
 	// buf is the flusher's batch buffer. Guarded by ioMu.
 	buf []byte
 
@@ -115,7 +120,9 @@ type WAL struct {
 	hsMu sync.Mutex
 	hs   *hardStateFile
 
-	wakeCh  chan struct{} // doorbell: something was submitted (buffered, 1)
+	prepCh   chan struct{} // doorbell: a spare may be needed (buffered, 1)
+	prepDone chan struct{}
+	wakeCh   chan struct{} // doorbell: something was submitted (buffered, 1)
 	hurryCh chan struct{} // skip the SyncDelay wait (buffered, 1)
 	closeCh chan struct{}
 	doneCh  chan struct{}
@@ -164,6 +171,8 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 		durableCh: make(chan struct{}),
 		waiters:   map[*waiter]struct{}{},
 		wakeCh:    make(chan struct{}, 1),
+		prepCh:    make(chan struct{}, 1),
+		prepDone:  make(chan struct{}),
 		hurryCh:   make(chan struct{}, 1),
 		closeCh:   make(chan struct{}),
 		doneCh:    make(chan struct{}),
@@ -184,8 +193,10 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 	}
 	if opts.manualFlush {
 		close(w.doneCh)
+		close(w.prepDone)
 	} else {
 		go w.runFlusher()
+		go w.runPreparer()
 	}
 	return w, rec, nil
 }
@@ -203,7 +214,9 @@ func (w *WAL) listDir() ([]*diskSegment, error) {
 		if !ok {
 			continue
 		}
-		w.generationMax = max(w.generationMax, gen)
+		if prefix != prefixSpare {
+			w.generationMax = max(w.generationMax, gen)
+		}
 		switch prefix {
 		case prefixSegment:
 			d, err := w.openDiskSegment(name, gen)
@@ -216,6 +229,9 @@ func (w *WAL) listDir() ([]*diskSegment, error) {
 			disk = append(disk, d)
 		case prefixFree:
 			w.free = append(w.free, name)
+		case prefixSpare:
+			w.spares = append(w.spares, name)
+			w.spareSeq = max(w.spareSeq, gen)
 		case prefixTmp:
 			if err := w.fs.Remove(filepath.Join(w.dir, name)); err != nil {
 				w.log.Warn("wal: cannot remove half-made segment", "file", name, "err", err)
@@ -282,6 +298,8 @@ func (w *WAL) recoverAll(disk []*diskSegment) (*Recovery, error) {
 
 	w.ioMu.Lock()
 	defer w.ioMu.Unlock()
+	w.opening = true
+	defer func() { w.opening = false }()
 	w.diskTip = rl.tip
 	if err := w.releaseRecovered(rl, rec); err != nil {
 		return nil, err
