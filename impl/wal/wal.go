@@ -123,10 +123,10 @@ type WAL struct {
 	prepCh   chan struct{} // doorbell: a spare may be needed (buffered, 1)
 	prepDone chan struct{}
 	wakeCh   chan struct{} // doorbell: something was submitted (buffered, 1)
-	hurryCh chan struct{} // skip the SyncDelay wait (buffered, 1)
-	closeCh chan struct{}
-	doneCh  chan struct{}
-	stats   statsCounters
+	hurryCh  chan struct{} // skip the SyncDelay wait (buffered, 1)
+	closeCh  chan struct{}
+	doneCh   chan struct{}
+	stats    statsCounters
 }
 
 type statsCounters struct {
