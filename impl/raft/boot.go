@@ -1,0 +1,218 @@
+package raft
+
+import "fmt"
+
+// Boot is what the caller recovered at startup: the hard state and the
+// WAL's verdict (impl/wal's Recovery), and how far the state machine had
+// applied. The log itself is read through Config.Storage; everything in it
+// is durable (recovery syncs what it keeps).
+type Boot struct {
+	HardState HardState
+	Verdict   Verdict
+	Applied   uint64
+}
+
+// The boot policy of seed 000 ("Boot Policy Decision Table", task 3.2),
+// evaluated at boot and again on every tick, since its inputs change as the
+// member catches up or stops hearing from a leader. It decides whether the
+// member may lead; what the fence means for the protocol (no campaign, no
+// promotion) is spec's PromotionFenceOpen, and when a TRUNCATED verdict
+// ends is spec's FenceReleases.
+
+// policyVerdict is the verdict as the fence sees it: TRUNCATED from the
+// boot whose recovery cut the log until FenceReleases (sticky across
+// restarts through HardState.TruncatedAtTerm); CLEAN and TORN_TAIL are
+// clean.
+type policyVerdict uint8
+
+const (
+	pvClean policyVerdict = iota + 1
+	pvTruncated
+)
+
+// position is the member's durable index against the commit high-water it
+// learned (HardState.LearnedCommit).
+type position uint8
+
+const (
+	posAtOrAbove position = iota + 1
+	posBelow
+)
+
+// peerHeard says whether a leader was heard within Config.CatchUpTicks (or
+// the window since boot has not run out yet).
+type peerHeard uint8
+
+const (
+	peerYes peerHeard = iota + 1
+	peerNo
+)
+
+// Outcome is the boot policy's decision.
+type Outcome uint8
+
+// Outcomes.
+const (
+	// OutcomeEligible: may campaign and lead.
+	OutcomeEligible Outcome = iota + 1
+	// OutcomeFenced: FENCE + CATCH-UP: no campaign, no promotion; catching
+	// up from the leader; ELIGIBLE again when the inputs say so.
+	OutcomeFenced
+	// OutcomePermanentFence: the LOUD PERMANENT FENCE: fenced and no leader
+	// to catch up from. The node stays alive, keeps listening for a leader,
+	// and says so every Config.AlertTicks. It never exits.
+	OutcomePermanentFence
+	outcomeAssert // impossible inputs
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeEligible:
+		return "ELIGIBLE"
+	case OutcomeFenced:
+		return "FENCE+CATCH-UP"
+	case OutcomePermanentFence:
+		return "LOUD-PERMANENT-FENCE"
+	}
+	return "ASSERT"
+}
+
+// policyInputs are the table's columns.
+type policyInputs struct {
+	verdict   policyVerdict
+	position  position
+	snapshot  bool // the log starts after a compaction base (the seed's snapshot sentinel)
+	firstBoot bool // empty log, no hard state: a cold start
+	peer      peerHeard
+}
+
+// policyRow is one row. A nil slice matches any value of its column.
+type policyRow struct {
+	row       string
+	verdicts  []policyVerdict
+	positions []position
+	snapshot  []bool
+	firstBoot []bool
+	peers     []peerHeard
+	outcome   Outcome
+	why       string
+}
+
+var (
+	anyBool = []bool{false, true}
+	no      = []bool{false}
+	yes     = []bool{true}
+)
+
+// bootPolicy is the table. Every combination of inputs matches exactly one
+// row (TestBootPolicyExhaustive); TestBootPolicyRows drives each row through
+// a node.
+var bootPolicy = []policyRow{
+	{"1", []policyVerdict{pvClean}, []position{posAtOrAbove}, anyBool, no, nil, OutcomeEligible,
+		"log intact and not behind: a normal promotable member (Req 2.3)"},
+	{"6", []policyVerdict{pvClean}, []position{posAtOrAbove}, no, yes, nil, OutcomeEligible,
+		"empty first-boot log: not behind anything, promotable (Req 2.1, 2.3)"},
+	{"2", []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerYes}, OutcomeFenced,
+		"intact but behind what it learned committed: catch up, then ELIGIBLE (Req 2.2, 2.3, 2.6)"},
+	{"4b", []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerNo}, OutcomePermanentFence,
+		"behind and no leader to catch up from: loud, non-promotable, alive; releases on catch-up (Req 2.4, 2.6)"},
+	{"5", []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerYes}, OutcomeFenced,
+		"a compaction base (snapshot sentinel) behind the high-water: CLEAN-but-behind, catch up (Req 2.1, 2.2)"},
+	{"5b", []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerNo}, OutcomeFenced,
+		"a legitimate snapshot sentinel is never the permanent fence: it waits for a leader (Req 2.1)"},
+	{"3", []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
+		"corruption cut the durable log; a leader is there: fence, catch up until FenceReleases (Req 2.2, 2.6)"},
+	{"4", []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
+		"corrupted and no leader: loud permanent fence, alive, keeps listening; releases on catch-up (Req 2.4, 2.6)"},
+	{"A1", nil, []position{posBelow}, anyBool, yes, nil, outcomeAssert,
+		"a first boot has nothing learned to be behind"},
+	{"A2", []policyVerdict{pvTruncated}, nil, anyBool, yes, nil, outcomeAssert,
+		"a first boot has no log to find corrupted"},
+	{"A3", []policyVerdict{pvClean}, []position{posAtOrAbove}, yes, yes, nil, outcomeAssert,
+		"a first boot has no compaction base"},
+}
+
+func (r *policyRow) matches(in policyInputs) bool {
+	has := func(n int, f func(k int) bool) bool {
+		for k := 0; k < n; k++ {
+			if f(k) {
+				return true
+			}
+		}
+		return false
+	}
+	return (r.verdicts == nil || has(len(r.verdicts), func(k int) bool { return r.verdicts[k] == in.verdict })) &&
+		(r.positions == nil || has(len(r.positions), func(k int) bool { return r.positions[k] == in.position })) &&
+		has(len(r.snapshot), func(k int) bool { return r.snapshot[k] == in.snapshot }) &&
+		has(len(r.firstBoot), func(k int) bool { return r.firstBoot[k] == in.firstBoot }) &&
+		(r.peers == nil || has(len(r.peers), func(k int) bool { return r.peers[k] == in.peer }))
+}
+
+// decidePolicy returns the row the inputs match.
+func decidePolicy(in policyInputs) *policyRow {
+	for k := range bootPolicy {
+		if bootPolicy[k].matches(in) {
+			return &bootPolicy[k]
+		}
+	}
+	panic(fmt.Sprintf("raft: boot policy: no row for %+v", in))
+}
+
+// policyInputs reads the table's inputs from the node.
+func (n *Node) policyInputs() policyInputs {
+	in := policyInputs{verdict: pvClean, position: posAtOrAbove, peer: peerYes,
+		snapshot: n.log.first > 1, firstBoot: n.firstBoot && n.log.last == 0 && n.hs.LearnedCommit == 0}
+	if n.hs.TruncatedAtTerm != 0 {
+		in.verdict = pvTruncated
+	}
+	if n.log.durable < n.hs.LearnedCommit {
+		in.position = posBelow
+	}
+	if n.leaderSilentTicks >= n.cfg.CatchUpTicks {
+		in.peer = peerNo
+	}
+	return in
+}
+
+// fenceOpen is spec's PromotionFenceOpen: CLEAN and durable >= learnedCommit.
+func (n *Node) fenceOpen() bool {
+	if n.has(BugNoPromotionFence) {
+		return true
+	}
+	return n.hs.TruncatedAtTerm == 0 && n.log.durable >= n.hs.LearnedCommit
+}
+
+// promotable reports whether the node may campaign.
+func (n *Node) promotable() bool { return !n.walFailed && n.fenceOpen() }
+
+// evaluatePolicy re-evaluates the boot policy, reporting a change at once
+// and a lasting fence every Config.AlertTicks.
+func (n *Node) evaluatePolicy(tick bool) {
+	row := decidePolicy(n.policyInputs())
+	assert(row.outcome != outcomeAssert, "boot policy row %s: %s", row.row, row.why)
+	if tick {
+		n.alertElapsed++
+	}
+	changed := row != n.policyRow
+	if n.policyRow != nil && changed && row.outcome == OutcomeEligible && n.policyRow.outcome != OutcomeEligible {
+		n.alert(AlertFenceReleased, "row %s: %s (durable %d, learned commit %d)", row.row, row.outcome, n.log.durable, n.hs.LearnedCommit)
+	}
+	n.policyRow = row
+	if row.outcome == OutcomeEligible || (!changed && n.alertElapsed < n.cfg.AlertTicks) {
+		return
+	}
+	n.alertElapsed = 0
+	kind := AlertFenced
+	if row.outcome == OutcomePermanentFence {
+		kind = AlertPermanentFence
+	}
+	n.alert(kind, "row %s: %s: %s (verdict %s at term %d, durable %d, learned commit %d, no leader for %d ticks)",
+		row.row, row.outcome, row.why, n.verdictString(), n.hs.TruncatedAtTerm, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
+}
+
+func (n *Node) verdictString() string {
+	if n.hs.TruncatedAtTerm != 0 {
+		return "TRUNCATED"
+	}
+	return "CLEAN"
+}

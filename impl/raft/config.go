@@ -1,0 +1,217 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Rand is the injected source of randomness (randomized election
+// timeouts). A seeded source replays a run exactly.
+type Rand interface {
+	// Uint64N returns a uniform number in [0, n), n > 0.
+	Uint64N(n uint64) uint64
+}
+
+// Config configures a node. Zero values of the optional fields take the
+// defaults of withDefaults.
+type Config struct {
+	ID     NodeID
+	Voters []NodeID // every voting member, ID included
+
+	// ElectionTick is the election timeout in ticks: a follower that hears
+	// from no leader for a random time in [ElectionTick, 2*ElectionTick)
+	// starts an election. HeartbeatTick is the leader's heartbeat interval.
+	ElectionTick, HeartbeatTick int
+	Rand                        Rand
+
+	// PreVote: a node first asks whether it could win before raising its
+	// term, so that a partitioned node does not disrupt the cluster when it
+	// returns. CheckQuorum: a leader that hears from no quorum for an
+	// election timeout steps down, and a follower that hears from a leader
+	// ignores vote requests for the next election timeout (its lease).
+	PreVote, CheckQuorum bool
+	// LeaseRead answers ReadIndex from the leader's lease without a
+	// heartbeat round. It relies on clocks: see read.go. Needs CheckQuorum.
+	LeaseRead bool
+
+	// Replication limits: entries and data bytes per AppendEntries, and
+	// AppendEntries in flight per follower (count and bytes).
+	MaxMsgEntries    int
+	MaxMsgBytes      uint64
+	MaxInflightMsgs  int
+	MaxInflightBytes uint64
+	// MaxEntryBytes bounds one proposal; MaxUncommittedBytes bounds the data
+	// proposed but not yet committed (proposals beyond it are dropped).
+	MaxEntryBytes       uint64
+	MaxUncommittedBytes uint64
+	// MaxCacheBytes bounds the entries kept in memory after they were
+	// handed to the WAL; older ones are read back through Storage.
+	MaxCacheBytes uint64
+	// MaxApplyBytes bounds the committed entries of one Ready.
+	MaxApplyBytes uint64
+	// MaxPendingAcks bounds the AppendEntries a follower keeps waiting for
+	// durability before it acknowledges them.
+	MaxPendingAcks int
+	// AlertTicks is how often a lasting condition (a fence, a failed WAL) is
+	// reported again; CatchUpTicks is how long a fenced member waits to hear
+	// from a leader before it reports the loud permanent fence.
+	AlertTicks, CatchUpTicks int
+
+	Storage Storage
+	// Trace receives the node's steps in the trace/ format; nil (the
+	// default) turns tracing off at no cost.
+	Trace TraceSink
+
+	// TestingBugs re-introduces the failures the durable rules prevent, one
+	// switch per spec -bug of the same name. Tests only.
+	TestingBugs Bug
+}
+
+func (c *Config) withDefaults() {
+	setInt := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setU := func(p *uint64, v uint64) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setInt(&c.ElectionTick, 10)
+	setInt(&c.HeartbeatTick, 1)
+	setInt(&c.MaxMsgEntries, 256)
+	setU(&c.MaxMsgBytes, 1<<20)
+	setInt(&c.MaxInflightMsgs, 64)
+	setU(&c.MaxInflightBytes, 8<<20)
+	setU(&c.MaxEntryBytes, 1<<20)
+	setU(&c.MaxUncommittedBytes, 64<<20)
+	setU(&c.MaxCacheBytes, 4<<20)
+	setU(&c.MaxApplyBytes, 4<<20)
+	setInt(&c.MaxPendingAcks, 256)
+	setInt(&c.AlertTicks, 10*c.ElectionTick)
+	setInt(&c.CatchUpTicks, 3*c.ElectionTick)
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.ID == None:
+		return errors.New("raft: config: ID is 0")
+	case !slices.Contains(c.Voters, c.ID):
+		return fmt.Errorf("raft: config: ID %d is not among the voters %v", c.ID, c.Voters)
+	case c.ElectionTick <= c.HeartbeatTick || c.HeartbeatTick < 1:
+		return fmt.Errorf("raft: config: election tick %d must exceed heartbeat tick %d >= 1", c.ElectionTick, c.HeartbeatTick)
+	case c.Rand == nil:
+		return errors.New("raft: config: no Rand (inject a seeded source)")
+	case c.Storage == nil:
+		return errors.New("raft: config: no Storage")
+	case c.LeaseRead && !c.CheckQuorum:
+		return errors.New("raft: config: LeaseRead needs CheckQuorum")
+	case c.MaxMsgEntries < 1 || c.MaxInflightMsgs < 1 || c.MaxPendingAcks < 1:
+		return errors.New("raft: config: message, inflight and pending-ack limits must be positive")
+	case c.MaxEntryBytes > c.MaxMsgBytes:
+		return fmt.Errorf("raft: config: MaxEntryBytes %d exceeds MaxMsgBytes %d", c.MaxEntryBytes, c.MaxMsgBytes)
+	}
+	seen := map[NodeID]bool{}
+	for _, id := range c.Voters {
+		if id == None || seen[id] {
+			return fmt.Errorf("raft: config: voters %v: zero or repeated id", c.Voters)
+		}
+		seen[id] = true
+	}
+	if c.Trace != nil {
+		for _, id := range c.Voters {
+			if id > 9 {
+				return fmt.Errorf("raft: config: tracing names servers s1..s9; id %d", id)
+			}
+		}
+	}
+	return nil
+}
+
+// Bug is a set of test-only switches that re-introduce the failures the
+// durable rules prevent. The names are spec's -bug names (spec/config.go).
+type Bug uint16
+
+// The switches.
+const (
+	// BugSelfCountsAppended: the leader counts itself at its last index, not
+	// its durable index (the seed's bug-661).
+	BugSelfCountsAppended Bug = 1 << iota
+	// BugFollowerAcksAppended: a follower acknowledges entries it has
+	// appended but not made durable.
+	BugFollowerAcksAppended
+	// BugCandidateAdvertisesLearned: a candidate advertises
+	// Max(durable index, learnedCommit).
+	BugCandidateAdvertisesLearned
+	// BugCandidateAdvertisesAppended: a candidate advertises its whole log.
+	BugCandidateAdvertisesAppended
+	// BugNoVoterLearnedFloor: a voter does not require the candidate to
+	// reach its learnedCommit.
+	BugNoVoterLearnedFloor
+	// BugNoPromotionFence: a TRUNCATED or behind member campaigns and may
+	// become leader.
+	BugNoPromotionFence
+	// BugTruncatedMemberVotes: a TRUNCATED member grants votes.
+	BugTruncatedMemberVotes
+	// BugReleaseAtLeaderCommit: the fence releases once the durable match
+	// reaches the leader's commit index, whatever the leader's term.
+	BugReleaseAtLeaderCommit
+	bugEnd
+)
+
+var bugNames = map[Bug]string{
+	BugSelfCountsAppended:          "self-counts-appended",
+	BugFollowerAcksAppended:        "follower-acks-appended",
+	BugCandidateAdvertisesLearned:  "candidate-advertises-learned",
+	BugCandidateAdvertisesAppended: "candidate-advertises-appended",
+	BugNoVoterLearnedFloor:         "no-voter-learned-floor",
+	BugNoPromotionFence:            "no-promotion-fence",
+	BugTruncatedMemberVotes:        "truncated-member-votes",
+	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
+}
+
+func (b Bug) String() string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		if b&bit != 0 {
+			names = append(names, bugNames[bit])
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// AllBugs lists every switch.
+func AllBugs() []Bug {
+	var out []Bug
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		out = append(out, bit)
+	}
+	return out
+}
+
+// ParseBugs parses a comma-separated list of switch names.
+func ParseBugs(s string) (Bug, error) {
+	var b Bug
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		found := false
+		for bit, n := range bugNames {
+			if n == name {
+				b |= bit
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("raft: unknown bug %q", name)
+		}
+	}
+	return b, nil
+}
+
+func (n *Node) has(b Bug) bool { return n.cfg.TestingBugs&b != 0 }

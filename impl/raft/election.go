@@ -1,0 +1,268 @@
+package raft
+
+// Elections: pre-vote, the durable vote rules, becoming leader.
+
+// hup starts an election: a pre-vote round when configured (and not a
+// leadership transfer), else a real campaign.
+func (n *Node) hup(transfer bool) {
+	if n.role == RoleLeader || n.walFailed {
+		return
+	}
+	if !n.promotable() {
+		return // evaluatePolicy reports the fence
+	}
+	if n.cfg.PreVote && !transfer {
+		n.campaignPre()
+		return
+	}
+	n.campaign(transfer)
+}
+
+// advertise is the tip a candidate advertises: its durable tip (spec
+// RequestVote, durable rule 4).
+func (n *Node) advertise() (lastTerm, lastIndex uint64) {
+	lastTerm, lastIndex = n.log.durableTip()
+	switch {
+	case n.has(BugCandidateAdvertisesAppended):
+		lastTerm, lastIndex = n.log.lastTerm(), n.log.last
+	case n.has(BugCandidateAdvertisesLearned):
+		lastIndex = max(lastIndex, n.hs.LearnedCommit)
+	}
+	return lastTerm, lastIndex
+}
+
+// campaignPre asks for pre-votes for term+1 without raising the term. For
+// the spec nothing happens (a pre-candidate is a follower), except that a
+// candidate going back to pre-vote is StepDown.
+func (n *Node) campaignPre() {
+	if n.role == RoleCandidate {
+		n.stepDown()
+	}
+	n.role, n.lead = RolePreCandidate, None
+	n.votesGranted, n.votesRejected = 0, 0
+	n.record(&n.votesGranted, n.id)
+	if n.won() {
+		n.campaign(false)
+		return
+	}
+	lastTerm, lastIndex := n.advertise()
+	for _, id := range n.voters {
+		if id != n.id {
+			n.send(Message{Type: MsgPreVote, To: id, Term: n.hs.Term + 1, LastLogTerm: lastTerm, LastLogIndex: lastIndex})
+		}
+	}
+}
+
+// campaign is spec Timeout(i), then RequestVote(i, i) answered by i itself
+// (HandleRequestVoteRequest, HandleRequestVoteResponse), then RequestVote(i,
+// j) for every other voter.
+func (n *Node) campaign(transfer bool) {
+	if n.hs.Term >= TermMax {
+		n.alert(AlertProtocol, "term %d at its maximum: not campaigning", n.hs.Term)
+		return
+	}
+	n.becomeFollower(None)
+	n.role = RoleCandidate
+	n.hs.Term++
+	n.hs.Vote = None
+	n.resetElection()
+	if n.tr != nil {
+		n.tr.event("Timeout", None, nil, "")
+	}
+	lastTerm, lastIndex := n.advertise()
+	self := Message{Type: MsgVote, From: n.id, To: n.id, Term: n.hs.Term, LastLogTerm: lastTerm, LastLogIndex: lastIndex}
+	if n.tr != nil {
+		n.tr.event("RequestVote", n.id, nil, "")
+	}
+	n.handleVote(self)
+	for _, id := range n.voters {
+		if id != n.id {
+			m := Message{Type: MsgVote, From: n.id, To: id, Term: n.hs.Term, LastLogTerm: lastTerm, LastLogIndex: lastIndex, Transfer: transfer}
+			if n.tr != nil {
+				n.tr.event("RequestVote", id, nil, "")
+			}
+			n.send(m)
+		}
+	}
+	if n.role == RoleCandidate && n.won() {
+		n.becomeLeader() // a single voter
+	}
+}
+
+// voteGrant is spec HandleRequestVoteRequest's grant for a request of the
+// current term: raft.tla's logOk against the durable log, votedFor, the
+// voter floor (the candidate's durable index reaches learnedCommit), and
+// no vote from a TRUNCATED member.
+func (n *Node) voteGrant(m *Message) bool {
+	term, index := n.log.durableTip()
+	logOk := m.LastLogTerm > term || (m.LastLogTerm == term && m.LastLogIndex >= index)
+	grant := m.Term == n.hs.Term && logOk && (n.hs.Vote == None || n.hs.Vote == m.From)
+	if !n.has(BugNoVoterLearnedFloor) && m.LastLogIndex < n.hs.LearnedCommit {
+		grant = false
+	}
+	if !n.has(BugTruncatedMemberVotes) && n.hs.TruncatedAtTerm != 0 {
+		grant = false
+	}
+	return grant
+}
+
+// inLease reports whether the node heard from a leader within an election
+// timeout (CheckQuorum): it then ignores vote requests, so a node coming
+// back from a partition cannot depose a leader that a quorum still hears.
+func (n *Node) inLease() bool {
+	return n.cfg.CheckQuorum && n.lead != None && n.electionElapsed < n.cfg.ElectionTick
+}
+
+// handleVote handles a MsgVote (from itself too).
+func (n *Node) handleVote(m Message) {
+	if m.Term > n.hs.Term && !m.Transfer && m.From != n.id && n.inLease() {
+		n.traceDrop(&m)
+		return
+	}
+	if m.Term > n.hs.Term {
+		n.updateTerm(&m, None)
+	}
+	grant := n.voteGrant(&m)
+	if grant {
+		n.hs.Vote = m.From
+		n.electionElapsed = 0
+	}
+	if n.tr != nil {
+		n.tr.event("HandleRequestVoteRequest", m.From, &m, "")
+	}
+	resp := Message{Type: MsgVoteResp, From: n.id, To: m.From, Term: n.hs.Term, Granted: grant}
+	if m.From == n.id {
+		n.handleVoteResp(resp)
+		return
+	}
+	n.send(resp)
+}
+
+// handleVoteResp is spec HandleRequestVoteResponse for a candidate;
+// responses a candidate of this term would not tally are dropped.
+func (n *Node) handleVoteResp(m Message) {
+	switch {
+	case m.Term > n.hs.Term:
+		n.updateTerm(&m, None)
+		n.traceDrop(&m)
+		return
+	case m.Term < n.hs.Term:
+		if n.tr != nil {
+			n.tr.event("DropStaleResponse", m.From, &m, "")
+		}
+		return
+	case n.role != RoleCandidate:
+		n.traceDrop(&m)
+		return
+	}
+	if n.tr != nil {
+		n.tr.event("HandleRequestVoteResponse", m.From, &m, "")
+	}
+	if m.Granted {
+		n.record(&n.votesGranted, m.From)
+	} else {
+		n.record(&n.votesRejected, m.From)
+	}
+	if m.From != n.id && n.won() {
+		n.becomeLeader()
+	}
+}
+
+// won reports whether the votes granted form a quorum and the promotion
+// fence is open (spec BecomeLeader's guards).
+func (n *Node) won() bool {
+	if popcount(n.votesGranted) < n.quorum() {
+		return false
+	}
+	if n.role == RolePreCandidate {
+		return true
+	}
+	if !n.fenceOpen() {
+		n.alert(AlertFenced, "won the election of term %d but the promotion fence is closed", n.hs.Term)
+		return false
+	}
+	return true
+}
+
+// handlePreVote answers a pre-vote: would this node vote for m.From in
+// term m.Term? Nothing changes for the spec.
+func (n *Node) handlePreVote(m Message) {
+	term, index := n.log.durableTip()
+	logOk := m.LastLogTerm > term || (m.LastLogTerm == term && m.LastLogIndex >= index)
+	grant := m.Term > n.hs.Term && logOk && !n.inLease()
+	if !n.has(BugNoVoterLearnedFloor) && m.LastLogIndex < n.hs.LearnedCommit {
+		grant = false
+	}
+	if !n.has(BugTruncatedMemberVotes) && n.hs.TruncatedAtTerm != 0 {
+		grant = false
+	}
+	resp := Message{Type: MsgPreVoteResp, To: m.From, Term: n.hs.Term, Granted: grant}
+	if grant {
+		resp.Term = m.Term
+	}
+	n.send(resp)
+}
+
+// handlePreVoteResp tallies pre-votes for term+1.
+func (n *Node) handlePreVoteResp(m Message) {
+	if n.role != RolePreCandidate || (m.Granted && m.Term != n.hs.Term+1) {
+		return
+	}
+	if m.Granted {
+		n.record(&n.votesGranted, m.From)
+	} else {
+		n.record(&n.votesRejected, m.From)
+	}
+	switch {
+	case n.won():
+		n.campaign(false)
+	case popcount(n.votesRejected) >= n.quorum():
+		n.role = RoleFollower
+	}
+}
+
+// becomeLeader is spec BecomeLeader, then ClientRequest of a no-op entry (so
+// that the leader commits an entry of its term: the first commit of a term,
+// ReadIndex, and the fence release of TRUNCATED members need one).
+func (n *Node) becomeLeader() {
+	n.becomeFollower(n.id)
+	n.role = RoleLeader
+	if n.tr != nil {
+		n.tr.event("BecomeLeader", None, nil, "")
+	}
+	n.prs = make([]progress, len(n.voters))
+	for k, id := range n.voters {
+		n.prs[k] = progress{id: id, next: n.log.last + 1}
+	}
+	n.electionElapsed, n.heartbeatElapsed, n.leaderSilentTicks = 0, 0, 0
+	n.appendLeader(nil)
+	n.bcastPending = true
+	n.maybeCommit()
+}
+
+// updateTerm is spec UpdateTerm: a message of a newer term makes the node a
+// follower in that term, with no vote.
+func (n *Node) updateTerm(m *Message, lead NodeID) {
+	n.hs.Term, n.hs.Vote = m.Term, None
+	n.becomeFollower(lead)
+	n.resetElection()
+	if n.tr != nil {
+		n.tr.event("UpdateTerm", m.From, m, "")
+	}
+	n.dropPendingAcks()
+}
+
+// record sets id's bit in a vote set.
+func (n *Node) record(set *uint64, id NodeID) {
+	if k := n.voterIndex(id); k >= 0 {
+		*set |= 1 << uint(k)
+	}
+}
+
+func popcount(x uint64) int {
+	c := 0
+	for ; x != 0; x &= x - 1 {
+		c++
+	}
+	return c
+}

@@ -1,0 +1,190 @@
+package raft
+
+// The follower's side of replication: spec HandleAppendEntriesBatch, with
+// acknowledgments held until the entries are durable.
+
+// handleApp handles a MsgApp of a term no newer than the node's (Step has
+// run UpdateTerm).
+func (n *Node) handleApp(m Message) {
+	if m.Term < n.hs.Term {
+		n.rejectApp(&m, false)
+		return
+	}
+	switch n.role {
+	case RoleLeader:
+		n.alert(AlertProtocol, "AppendEntries from %d in my own term %d as leader", m.From, m.Term)
+		return
+	case RoleCandidate:
+		n.becomeFollower(m.From)
+		if n.tr != nil {
+			n.tr.event("HandleAppendEntriesBatch", m.From, &m, "return-to-follower")
+		}
+	case RolePreCandidate:
+		n.becomeFollower(m.From)
+	}
+	n.lead = m.From
+	n.electionElapsed, n.leaderSilentTicks = 0, 0
+	if m.PrevLogIndex != 0 && !n.log.matchTerm(m.PrevLogIndex, m.PrevLogTerm) {
+		n.rejectApp(&m, true)
+		return
+	}
+	present, conflict := n.scanEntries(&m)
+	if conflict > 0 {
+		from := m.PrevLogIndex + uint64(conflict)
+		if from <= n.log.committed {
+			n.alert(AlertProtocol, "leader %d of term %d conflicts at %d, below my commit index %d", m.From, m.Term, from, n.log.committed)
+			return
+		}
+		n.log.truncate(from)
+		if n.tr != nil {
+			n.tr.truncateLog(from)
+			n.tr.event("HandleAppendEntriesBatch", m.From, &m, "conflict")
+		}
+		present = conflict - 1
+	}
+	if present < len(m.Entries) {
+		n.log.append(m.Entries[present:]...)
+		if n.tr != nil {
+			n.tr.appendLog(m.Entries[present:]...)
+			n.tr.event("HandleAppendEntriesBatch", m.From, &m, "append")
+		}
+	}
+	if n.log.durable >= m.PrevLogIndex+uint64(len(m.Entries)) || n.has(BugFollowerAcksAppended) {
+		n.ackApp(&m)
+		return
+	}
+	if len(n.pendingAcks) >= n.cfg.MaxPendingAcks {
+		n.traceDrop(&n.pendingAcks[0])
+		n.pendingAcks = n.pendingAcks[1:]
+	}
+	n.pendingAcks = append(n.pendingAcks, m)
+}
+
+// scanEntries compares m's entries with the log: present is how many of
+// them (from the first) the log holds; conflict is the 1-based position of
+// the first one the log holds with another term, or 0.
+func (n *Node) scanEntries(m *Message) (present, conflict int) {
+	for k, e := range m.Entries {
+		t, ok := n.log.term(e.Index)
+		if !ok {
+			break
+		}
+		if t != e.Term {
+			return present, k + 1
+		}
+		present = k + 1
+	}
+	return present, 0
+}
+
+// rejectApp is the reject branch: a stale term, or a log that does not
+// match at m.PrevLogIndex. The hint lets the leader skip back by term.
+func (n *Node) rejectApp(m *Message, hint bool) {
+	if n.tr != nil {
+		n.tr.event("HandleAppendEntriesBatch", m.From, m, "reject")
+	}
+	resp := Message{Type: MsgAppResp, To: m.From, Term: n.hs.Term, Round: m.Round, Seq: m.Seq}
+	if hint {
+		h := min(m.PrevLogIndex, n.log.last)
+		h = n.log.findConflictByTerm(h, m.PrevLogTerm)
+		resp.HintIndex = h
+		resp.HintTerm, _ = n.log.term(h)
+	}
+	n.send(resp)
+}
+
+// ackApp is the already-done branch: every entry of m is in the log, and
+// durable. The commit index takes the message's (clamped) commit if larger,
+// learnedCommit its unclamped one, and a TRUNCATED member's fence releases
+// when FenceReleases holds.
+func (n *Node) ackApp(m *Message) {
+	match := m.PrevLogIndex + uint64(len(m.Entries))
+	n.log.committed = max(n.log.committed, m.Commit)
+	n.hs.LearnedCommit = max(n.hs.LearnedCommit, m.LeaderCommit)
+	if n.hs.TruncatedAtTerm != 0 && n.fenceReleases(m, match) {
+		n.hs.TruncatedAtTerm = 0
+	}
+	if n.tr != nil {
+		n.tr.event("HandleAppendEntriesBatch", m.From, m, "already-done")
+	}
+	n.send(Message{Type: MsgAppResp, To: m.From, Term: n.hs.Term, Success: true, MatchIndex: match, Round: m.Round, Seq: m.Seq})
+	n.evaluatePolicy(false)
+}
+
+// fenceReleases is spec FenceReleases: the leader's term is newer than the
+// corruption's, and its commit index c is an entry of its own term that
+// this member now durably holds.
+func (n *Node) fenceReleases(m *Message, match uint64) bool {
+	c := m.LeaderCommit
+	if n.has(BugReleaseAtLeaderCommit) {
+		return c <= match
+	}
+	return m.Term > n.hs.TruncatedAtTerm && c >= 1 && c <= match && n.log.mustTerm(c) == m.Term
+}
+
+// ackable reports whether a pending m can still be acknowledged: it is of
+// the current term, the node follows, and the log still holds all of it.
+func (n *Node) ackable(m *Message) bool {
+	if m.Term != n.hs.Term || (n.role != RoleFollower && n.role != RolePreCandidate) {
+		return false
+	}
+	if m.PrevLogIndex != 0 && !n.log.matchTerm(m.PrevLogIndex, m.PrevLogTerm) {
+		return false
+	}
+	present, conflict := n.scanEntries(m)
+	return conflict == 0 && present == len(m.Entries)
+}
+
+// processPendingAcks acknowledges what the durable index now covers. Of the
+// messages that became ackable together only the one matching the most is
+// acknowledged; the others are dropped (for the spec: the network dropped
+// them). Messages that can no longer be acknowledged are dropped.
+func (n *Node) processPendingAcks() {
+	if len(n.pendingAcks) == 0 {
+		return
+	}
+	best := -1
+	var bestMatch, bestCommit uint64
+	kept := n.pendingAcks[:0]
+	var ready []Message
+	for _, m := range n.pendingAcks {
+		if !n.ackable(&m) {
+			n.traceDrop(&m)
+			continue
+		}
+		match := m.PrevLogIndex + uint64(len(m.Entries))
+		if match > n.log.durable {
+			kept = append(kept, m)
+			continue
+		}
+		ready = append(ready, m)
+		if best < 0 || match > bestMatch || (match == bestMatch && m.LeaderCommit >= bestCommit) {
+			best, bestMatch, bestCommit = len(ready)-1, match, m.LeaderCommit
+		}
+	}
+	n.pendingAcks = kept
+	for k := range ready {
+		if k != best {
+			n.traceDrop(&ready[k])
+		}
+	}
+	if best >= 0 {
+		n.ackApp(&ready[best])
+	}
+}
+
+// dropPendingAcks forgets every pending acknowledgment.
+func (n *Node) dropPendingAcks() {
+	for k := range n.pendingAcks {
+		n.traceDrop(&n.pendingAcks[k])
+	}
+	n.pendingAcks = nil
+}
+
+// traceDrop records that a spec message is consumed without a spec step of
+// its own: for the spec, the network dropped it.
+func (n *Node) traceDrop(m *Message) {
+	if n.tr != nil && m.Type.isSpec() {
+		n.tr.event("DropMessage", m.From, m, "")
+	}
+}

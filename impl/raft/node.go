@@ -1,0 +1,493 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Node is one member's protocol state machine. It does no I/O, starts no
+// goroutine and reads no clock: inputs arrive through Step, Tick, Propose,
+// ReadIndex, TransferLeadership, Campaign and Advance; outputs leave
+// through Ready. A Node is not safe for concurrent use: one goroutine (the
+// driver) owns it.
+//
+// Invariants (checkInvariants, asserted after every input):
+//   - the log's (log.go), and hs.TruncatedAtTerm <= hs.Term.
+//   - role = Leader implies lead = id and prs holds one progress per voter;
+//     otherwise prs is nil.
+//   - a leader's commit index only counts itself at its durable index.
+//   - walFailed implies role = Follower and no pending acknowledgment.
+type Node struct {
+	cfg    Config
+	id     NodeID
+	voters []NodeID // sorted
+
+	hs       HardState // the current hard state
+	hsHanded HardState // the hard state of the last Ready
+	role     Role
+	lead     NodeID
+	log      raftLog
+
+	firstBoot          bool
+	electionElapsed    int
+	heartbeatElapsed   int
+	randomizedElection int
+	leaderSilentTicks  int // ticks since a leader of the current term was heard
+
+	votesGranted, votesRejected uint64 // bit k: voters[k]; the election or pre-election in progress
+
+	// Leader.
+	prs              []progress // aligned with voters
+	bcastPending     bool       // proposals to send in the next Ready
+	uncommittedBytes uint64
+	readRound        uint64
+	pendingReads     []pendingRead // waiting for a quorum to echo their round
+	waitingReads     []pendingRead // waiting for the first commit of the term
+	transferee       NodeID
+	transferElapsed  int
+
+	// Follower: AppendEntries accepted but not yet durable, to acknowledge
+	// once they are (spec: the message waits in the bag for Flush).
+	pendingAcks []Message
+
+	walFailed  bool
+	failReason string
+
+	policyRow    *policyRow
+	alertElapsed int
+
+	msgs, msgsAfter []Message
+	readStates      []ReadState
+	alerts          []Alert
+
+	tr      *tracer
+	scratch []uint64
+}
+
+// NewNode boots a node from what the caller recovered. On a first boot
+// (empty storage, zero hard state) the node starts at term 1, as raft.tla's
+// Init. Any other boot is a restart: the spec's Crash, or Corrupt when the
+// WAL's verdict is TRUNCATED, which fences the member (truncatedAtTerm :=
+// the current term) until FenceReleases.
+func NewNode(cfg Config, boot Boot) (*Node, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, id: cfg.ID, voters: slices.Sorted(slices.Values(cfg.Voters))}
+	if err := n.bootLog(boot); err != nil {
+		return nil, err
+	}
+	hs := boot.HardState
+	if err := n.validateHardState(hs); err != nil {
+		return nil, err
+	}
+	n.firstBoot = hs == (HardState{}) && n.log.last == 0 && n.log.first == 1
+	n.hsHanded = hs
+	if hs.Term == 0 {
+		hs.Term = 1
+	}
+	if boot.Verdict == VerdictTruncated {
+		hs.TruncatedAtTerm = hs.Term
+	}
+	n.hs = hs
+	n.resetElection()
+	if cfg.Trace != nil {
+		tr, err := newTracer(n)
+		if err != nil {
+			return nil, err
+		}
+		n.tr = tr
+		if !n.firstBoot {
+			n.tr.boot(boot.Verdict == VerdictTruncated)
+		}
+	}
+	n.evaluatePolicy(false)
+	n.checkInvariants()
+	return n, nil
+}
+
+// bootLog reads the recovered log's extent and terms from storage.
+func (n *Node) bootLog(boot Boot) error {
+	st := n.cfg.Storage
+	first, last := st.FirstIndex(), st.LastIndex()
+	if first < 1 || last+1 < first || last > IndexMax {
+		return fmt.Errorf("raft: boot: storage holds (%d, %d]", first-1, last)
+	}
+	baseTerm, err := st.Term(first - 1)
+	if err != nil {
+		return fmt.Errorf("raft: boot: term of the compaction base %d: %w", first-1, err)
+	}
+	l := &n.log
+	*l = raftLog{storage: st, first: first, baseTerm: baseTerm, last: first - 1, cacheMax: n.cfg.MaxCacheBytes}
+	prevTerm := baseTerm
+	for i := first; i <= last; {
+		t, err := st.Term(i)
+		if err != nil {
+			return fmt.Errorf("raft: boot: term of %d: %w", i, err)
+		}
+		if t < prevTerm || t == 0 || t > TermMax {
+			return fmt.Errorf("raft: boot: entry %d has term %d after term %d", i, t, prevTerm)
+		}
+		// The run of term t ends at the largest j with Term(j) = t; terms
+		// never decrease, so binary search finds it.
+		lo, hi := i, last
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			tm, err := st.Term(mid)
+			if err != nil {
+				return fmt.Errorf("raft: boot: term of %d: %w", mid, err)
+			}
+			if tm == t {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		l.runs = append(l.runs, termRun{index: i, term: t})
+		l.last, prevTerm, i = lo, t, lo+1
+	}
+	l.durable, l.handed = last, last
+	l.committed = first - 1
+	l.applied = max(boot.Applied, first-1)
+	return nil
+}
+
+func (n *Node) validateHardState(hs HardState) error {
+	switch {
+	case hs.Term > TermMax || hs.LearnedCommit > IndexMax:
+		return fmt.Errorf("raft: boot: hard state %+v out of range", hs)
+	case hs.Vote != None && !slices.Contains(n.voters, hs.Vote):
+		return fmt.Errorf("raft: boot: vote for %d, not a voter", hs.Vote)
+	case hs.TruncatedAtTerm > max(hs.Term, 1):
+		return fmt.Errorf("raft: boot: truncatedAtTerm %d beyond term %d", hs.TruncatedAtTerm, hs.Term)
+	case n.log.last >= n.log.first && n.log.lastTerm() > max(hs.Term, 1):
+		return fmt.Errorf("raft: boot: last entry of term %d beyond the hard state's term %d", n.log.lastTerm(), hs.Term)
+	}
+	return nil
+}
+
+// resetElection restarts the election timer with a new random timeout in
+// [ElectionTick, 2*ElectionTick).
+func (n *Node) resetElection() {
+	n.electionElapsed = 0
+	n.randomizedElection = n.cfg.ElectionTick + int(n.cfg.Rand.Uint64N(uint64(n.cfg.ElectionTick)))
+}
+
+// Tick advances the node's logical clock by one tick.
+func (n *Node) Tick() {
+	defer n.checkInvariants()
+	if n.walFailed {
+		n.alertElapsed++
+		if n.alertElapsed >= n.cfg.AlertTicks {
+			n.alertElapsed = 0
+			n.alert(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
+		}
+		return
+	}
+	if n.role == RoleLeader {
+		n.tickLeader()
+	} else {
+		n.leaderSilentTicks++
+		n.electionElapsed++
+		if n.electionElapsed >= n.randomizedElection {
+			n.resetElection()
+			n.hup(false)
+		}
+	}
+	n.evaluatePolicy(true)
+}
+
+// Campaign starts an election now (pre-vote first when configured). A
+// fenced member refuses: ErrFenced.
+func (n *Node) Campaign() error {
+	switch {
+	case n.walFailed:
+		return ErrWALFailed
+	case n.role == RoleLeader:
+		return nil
+	case !n.promotable():
+		n.evaluatePolicy(false)
+		return ErrFenced
+	}
+	n.hup(false)
+	n.checkInvariants()
+	return nil
+}
+
+// Propose appends entries to the leader's log, one per data. It returns the
+// index of the first; their term is the current term. An entry is
+// acknowledged once a Ready hands it out as committed.
+func (n *Node) Propose(data ...[]byte) (uint64, error) {
+	switch {
+	case n.walFailed:
+		return 0, ErrWALFailed
+	case n.role != RoleLeader:
+		return 0, ErrNotLeader
+	case n.transferee != None:
+		return 0, ErrTransferring
+	}
+	var size uint64
+	for _, d := range data {
+		if uint64(len(d)) > n.cfg.MaxEntryBytes {
+			return 0, ErrProposalTooLarge
+		}
+		size += uint64(len(d))
+	}
+	if n.uncommittedBytes+size > n.cfg.MaxUncommittedBytes && n.uncommittedBytes > 0 {
+		return 0, ErrProposalDropped
+	}
+	if n.log.last+uint64(len(data)) > IndexMax {
+		return 0, ErrProposalDropped
+	}
+	first := n.log.last + 1
+	for _, d := range data {
+		n.appendLeader(d)
+	}
+	n.uncommittedBytes += size
+	n.bcastPending = true
+	n.maybeCommit()
+	n.checkInvariants()
+	return first, nil
+}
+
+// appendLeader appends one entry of the current term: spec ClientRequest.
+func (n *Node) appendLeader(data []byte) {
+	e := Entry{Index: n.log.last + 1, Term: n.hs.Term, Data: data}
+	n.log.append(e)
+	if n.tr != nil {
+		n.tr.appendLog(e)
+		n.tr.clientRequest(data)
+	}
+}
+
+// AdvanceInfo reports the WAL's progress: the durable index (with the term
+// of that entry, so a report from before a suffix truncation is recognised
+// and ignored) or a failure.
+type AdvanceInfo struct {
+	DurableIndex, DurableTerm uint64
+	Failed                    bool
+	Reason                    string
+}
+
+// Advance tells the node what the WAL made durable, or that it failed. A
+// failed WAL makes the node acknowledge nothing and grant no vote, step down
+// if it leads, and say so every Config.AlertTicks until it restarts.
+func (n *Node) Advance(a AdvanceInfo) {
+	defer n.checkInvariants()
+	if a.Failed {
+		n.fail(a.Reason)
+		return
+	}
+	if n.walFailed || a.DurableIndex <= n.log.durable {
+		return
+	}
+	if a.DurableIndex > n.log.handed {
+		n.alert(AlertStorage, "the WAL reports durable index %d beyond the %d entries handed to it", a.DurableIndex, n.log.handed)
+		return
+	}
+	if !n.log.matchTerm(a.DurableIndex, a.DurableTerm) {
+		return // a report from before a suffix truncation
+	}
+	n.log.durable = a.DurableIndex
+	if n.tr != nil {
+		n.tr.flush(n.log.durable == n.log.last)
+	}
+	if n.role == RoleLeader {
+		n.maybeCommit()
+	} else {
+		n.processPendingAcks()
+	}
+	n.evaluatePolicy(false)
+}
+
+// fail puts the node in the failed state.
+func (n *Node) fail(reason string) {
+	if n.walFailed {
+		return
+	}
+	n.walFailed, n.failReason = true, "WAL failed: "+reason
+	if n.role == RoleLeader || n.role == RoleCandidate {
+		n.stepDown()
+	}
+	n.role, n.lead = RoleFollower, None
+	n.dropPendingAcks()
+	n.pendingReads, n.waitingReads = nil, nil
+	n.msgsAfter = nil
+	n.alertElapsed = 0
+	n.alert(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
+}
+
+// stepDown is spec StepDown: a leader or candidate becomes a follower in its
+// own term.
+func (n *Node) stepDown() {
+	n.becomeFollower(None)
+	if n.tr != nil {
+		n.tr.event("StepDown", None, nil, "")
+	}
+}
+
+// becomeFollower makes the node a follower of lead in the current term.
+func (n *Node) becomeFollower(lead NodeID) {
+	n.role, n.lead = RoleFollower, lead
+	n.prs, n.bcastPending, n.uncommittedBytes = nil, false, 0
+	n.pendingReads, n.waitingReads = nil, nil
+	n.transferee = None
+	n.votesGranted, n.votesRejected = 0, 0
+	n.heartbeatElapsed = 0
+}
+
+func (n *Node) alert(kind AlertKind, format string, args ...any) {
+	n.alerts = append(n.alerts, Alert{Kind: kind, Text: fmt.Sprintf("node %d: ", n.id) + fmt.Sprintf(format, args...)})
+}
+
+// send queues a message. Responses and vote requests wait for the hard
+// state of their Ready (MessagesAfterPersist); AppendEntries, pre-votes and
+// TimeoutNow may leave at once (the leader writes its log in parallel with
+// replication).
+func (n *Node) send(m Message) {
+	m.From = n.id
+	switch m.Type {
+	case MsgVote, MsgVoteResp, MsgAppResp:
+		n.msgsAfter = append(n.msgsAfter, m)
+	default:
+		n.msgs = append(n.msgs, m)
+	}
+}
+
+// Ready is a batch of work for the driver, in this order:
+//
+//  1. Send Messages (they depend on nothing unpersisted).
+//  2. Persist: if HardStateChanged, make HardState durable (it must be
+//     before step 3); if TruncateFrom > 0, remove the log entries from
+//     TruncateFrom on, durably before step 3 (a crash must not bring them
+//     back, see docs/refinement.md); append Entries to the WAL (durability
+//     follows asynchronously, reported through Advance).
+//  3. Send MessagesAfterPersist. If persisting failed, drop them and report
+//     the failure through Advance.
+//  4. Apply Committed to the state machine, answer ReadStates once it has
+//     applied their index, and log Alerts for the operator.
+//
+// The entries handed out in a Ready must be in the WAL, readable through
+// Storage, before the driver calls into the node again.
+type Ready struct {
+	HardState        HardState
+	HardStateChanged bool
+	TruncateFrom     uint64
+	Entries          []Entry
+
+	Messages             []Message
+	MessagesAfterPersist []Message
+
+	Committed  []Entry
+	ReadStates []ReadState
+	Alerts     []Alert
+
+	// Soft state, for the driver.
+	Role Role
+	Lead NodeID
+}
+
+// HasReady reports whether Ready would return anything.
+func (n *Node) HasReady() bool {
+	return n.hs != n.hsHanded || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
+		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
+		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader)
+}
+
+// Ready returns the pending work and hands it to the caller.
+func (n *Node) Ready() Ready {
+	if n.bcastPending && n.role == RoleLeader {
+		n.bcastAppend()
+	}
+	n.bcastPending = false
+	rd := Ready{Role: n.role, Lead: n.lead}
+	if n.hs != n.hsHanded {
+		rd.HardState, rd.HardStateChanged = n.hs, true
+		n.hsHanded = n.hs
+	}
+	rd.TruncateFrom = n.log.truncateFrom
+	rd.Entries = n.log.unstable
+	n.log.handOff()
+	if n.log.committed > n.log.applied {
+		ents, err := n.log.entries(n.log.applied+1, n.log.committed+1, n.cfg.MaxApplyBytes)
+		if err != nil {
+			n.alert(AlertStorage, "reading committed entries (%d, %d]: %v", n.log.applied, n.log.committed, err)
+		} else if len(ents) > 0 {
+			rd.Committed = ents
+			n.log.applied = ents[len(ents)-1].Index
+		}
+	}
+	rd.Messages, rd.MessagesAfterPersist = n.msgs, n.msgsAfter
+	rd.ReadStates, rd.Alerts = n.readStates, n.alerts
+	n.msgs, n.msgsAfter, n.readStates, n.alerts = nil, nil, nil, nil
+	n.checkInvariants()
+	return rd
+}
+
+// Status is a snapshot of the node's state for operators and tests.
+type Status struct {
+	ID              NodeID
+	Role            Role
+	Lead            NodeID
+	HardState       HardState
+	Verdict         string // CLEAN or TRUNCATED (sticky until FenceReleases)
+	Commit, Applied uint64
+	Durable, Last   uint64
+	Fence           Outcome
+	FenceRow        string
+	WALFailed       bool
+	Progress        map[NodeID]ProgressStatus
+}
+
+// ProgressStatus is the leader's view of one follower.
+type ProgressStatus struct {
+	Match, Next uint64
+	State       string
+	Inflight    int
+}
+
+// Status returns the node's status.
+func (n *Node) Status() Status {
+	st := Status{ID: n.id, Role: n.role, Lead: n.lead, HardState: n.hs, Verdict: n.verdictString(),
+		Commit: n.log.committed, Applied: n.log.applied, Durable: n.log.durable, Last: n.log.last,
+		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, WALFailed: n.walFailed}
+	if n.prs != nil {
+		st.Progress = map[NodeID]ProgressStatus{}
+		for k := range n.prs {
+			pr := &n.prs[k]
+			if pr.id != n.id {
+				st.Progress[pr.id] = ProgressStatus{Match: pr.match, Next: pr.next, State: pr.state.String(), Inflight: len(pr.inflights)}
+			}
+		}
+	}
+	return st
+}
+
+// voterIndex is the position of id among the voters, or -1.
+func (n *Node) voterIndex(id NodeID) int {
+	k, ok := slices.BinarySearch(n.voters, id)
+	if !ok {
+		return -1
+	}
+	return k
+}
+
+func (n *Node) quorum() int { return len(n.voters)/2 + 1 }
+
+func (n *Node) checkInvariants() {
+	n.log.checkInvariants()
+	assert(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1, "hard state %+v", n.hs)
+	assert((n.role == RoleLeader) == (n.prs != nil), "role %v with progress %v", n.role, n.prs != nil)
+	assert(n.role != RoleLeader || n.lead == n.id, "leader with lead %d", n.lead)
+	assert(!n.walFailed || (n.role == RoleFollower && len(n.pendingAcks) == 0), "failed WAL as %v", n.role)
+	assert(n.role != RoleLeader || n.has(BugSelfCountsAppended) || n.commitQuorumIndex() >= n.log.committed ||
+		n.log.mustTerm(n.log.committed) != n.hs.Term, "leader commit %d above its durable quorum", n.log.committed)
+}
+
+func assert(ok bool, format string, args ...any) {
+	if !ok {
+		panic(errors.New("raft: invariant violated: " + fmt.Sprintf(format, args...)))
+	}
+}

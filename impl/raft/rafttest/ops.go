@@ -1,0 +1,253 @@
+package rafttest
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/trace"
+)
+
+// The operations on a cluster. Each leaves every node's Ready handled.
+
+// Tick ticks a running node.
+func (c *Cluster) Tick(id raft.NodeID) {
+	if sn := c.Node(id); sn != nil && sn.Node != nil {
+		sn.Node.Tick()
+		c.handle(sn)
+	}
+}
+
+// Propose proposes data at id.
+func (c *Cluster) Propose(id raft.NodeID, data ...string) error {
+	sn := c.Node(id)
+	if sn == nil || sn.Node == nil {
+		return fmt.Errorf("n%d is down", id)
+	}
+	var ds [][]byte
+	for _, d := range data {
+		ds = append(ds, []byte(d))
+	}
+	_, err := sn.Node.Propose(ds...)
+	c.handle(sn)
+	return err
+}
+
+// Campaign makes id start an election.
+func (c *Cluster) Campaign(id raft.NodeID) error {
+	sn := c.Node(id)
+	if sn == nil || sn.Node == nil {
+		return fmt.Errorf("n%d is down", id)
+	}
+	err := sn.Node.Campaign()
+	c.handle(sn)
+	return err
+}
+
+// netEvent writes a network action on a spec message to the trace.
+func (c *Cluster) netEvent(action string, m *raft.Message) {
+	if !c.Opts.Trace {
+		return
+	}
+	tm := raft.TraceMessage(m)
+	if tm == nil {
+		return
+	}
+	c.addEvent(trace.Event{Action: action, Node: raft.TraceServer(m.To), Peer: raft.TraceServer(m.From), Msg: tm})
+}
+
+// take removes message k from the network.
+func (c *Cluster) take(k int) raft.Message {
+	m := c.Net[k]
+	c.Net = append(c.Net[:k:k], c.Net[k+1:]...)
+	return m
+}
+
+// Deliver hands message k of the network to its recipient. A message to a
+// node that is down, or over a blocked link, is lost.
+func (c *Cluster) Deliver(k int) {
+	m := c.take(k)
+	sn := c.Node(m.To)
+	if sn.Node == nil || c.Blocked[[2]raft.NodeID{m.From, m.To}] {
+		c.netEvent("DropMessage", &m)
+		c.logf("%v dropped", m)
+		return
+	}
+	c.logf("%v", m)
+	if err := sn.Node.Step(m); err != nil && !errors.Is(err, raft.ErrWALFailed) {
+		c.logf("  refused: %v", err)
+	}
+	c.handle(sn)
+}
+
+// Drop loses message k.
+func (c *Cluster) Drop(k int) {
+	m := c.take(k)
+	c.netEvent("DropMessage", &m)
+	c.logf("%v dropped", m)
+}
+
+// Duplicate copies message k.
+func (c *Cluster) Duplicate(k int) {
+	m := c.Net[k]
+	c.netEvent("DuplicateMessage", &m)
+	c.Net = append(c.Net, m)
+}
+
+// Flush makes everything written to id's disk durable, or fails the WAL
+// when it was told to fail, and reports it to the node.
+func (c *Cluster) Flush(id raft.NodeID) {
+	c.FlushTo(id, 0)
+}
+
+// FlushTo makes the written log durable up to index (0: all of it).
+func (c *Cluster) FlushTo(id raft.NodeID, index uint64) {
+	sn := c.Node(id)
+	if sn == nil || sn.Node == nil {
+		return
+	}
+	w := sn.WAL
+	if w.Failed {
+		sn.Node.Advance(raft.AdvanceInfo{Failed: true, Reason: "fdatasync: input/output error"})
+		c.handle(sn)
+		return
+	}
+	last := w.Log.LastIndex()
+	if index == 0 || index > last {
+		index = last
+	}
+	w.Durable = max(w.Durable, index)
+	t, _ := w.Log.Term(w.Durable)
+	sn.Node.Advance(raft.AdvanceInfo{DurableIndex: w.Durable, DurableTerm: t})
+	c.handle(sn)
+}
+
+// FailWAL makes id's next flush fail.
+func (c *Cluster) FailWAL(id raft.NodeID) {
+	if sn := c.Node(id); sn != nil {
+		sn.WAL.Failed = true
+	}
+	c.Flush(id)
+}
+
+// Stop crashes id and leaves it down. keep of its unsynced entries survive
+// on disk (-1: all).
+func (c *Cluster) Stop(id raft.NodeID, keep int) {
+	sn := c.Node(id)
+	if sn == nil || sn.Node == nil {
+		return
+	}
+	w := sn.WAL
+	last := w.Log.LastIndex()
+	k := last
+	if keep >= 0 {
+		k = min(last, w.Durable+uint64(keep))
+	}
+	w.Log.Prefix(k)
+	w.Durable = k
+	w.Failed = false
+	sn.stopDurable = sn.Node.Status().Durable
+	sn.Node = nil
+	c.logf("n%d crashed, keeps %d entries", id, k)
+}
+
+// Start boots a stopped node.
+func (c *Cluster) Start(id raft.NodeID) error {
+	sn := c.Node(id)
+	if sn == nil || sn.Node != nil {
+		return fmt.Errorf("n%d is not down", id)
+	}
+	if c.crashes >= 200 {
+		return errors.New("crash budget of the trace spent")
+	}
+	c.crashes++
+	return c.start(sn, raft.VerdictClean)
+}
+
+// Restart crashes id and boots it again.
+func (c *Cluster) Restart(id raft.NodeID, keep int) error {
+	c.Stop(id, keep)
+	return c.Start(id)
+}
+
+// Corrupt crashes id and boots it with its log cut at cut, inside the
+// durable prefix: the WAL's TRUNCATED verdict. It refuses to leave a
+// quorum TRUNCATED (the corruption budget the safety argument allows).
+func (c *Cluster) Corrupt(id raft.NodeID, cut uint64) error {
+	sn := c.Node(id)
+	if sn == nil {
+		return fmt.Errorf("no n%d", id)
+	}
+	durable := sn.stopDurable
+	if sn.Node != nil {
+		durable = sn.Node.Status().Durable
+	}
+	if cut >= durable {
+		return fmt.Errorf("cut %d is not inside n%d's durable prefix %d", cut, id, durable)
+	}
+	truncated := 1
+	for _, o := range c.Nodes {
+		if o != sn && o.WAL.HS.TruncatedAtTerm != 0 {
+			truncated++
+		}
+	}
+	if truncated*2 > len(c.Nodes) {
+		return errors.New("a quorum would be TRUNCATED")
+	}
+	if c.corrupts >= 200 {
+		return errors.New("corruption budget of the trace spent")
+	}
+	c.corrupts++
+	if sn.Node != nil {
+		sn.Node = nil
+	}
+	sn.WAL.Log.Prefix(cut)
+	sn.WAL.Durable, sn.WAL.Failed = cut, false
+	c.logf("n%d corrupted, recovers %d entries", id, cut)
+	return c.start(sn, raft.VerdictTruncated)
+}
+
+// Isolate blocks every link of id; Heal unblocks all.
+func (c *Cluster) Isolate(id raft.NodeID) {
+	for _, o := range c.Nodes {
+		if o.ID != id {
+			c.Blocked[[2]raft.NodeID{id, o.ID}] = true
+			c.Blocked[[2]raft.NodeID{o.ID, id}] = true
+		}
+	}
+}
+
+// Heal unblocks every link.
+func (c *Cluster) Heal() { c.Blocked = map[[2]raft.NodeID]bool{} }
+
+// Stabilize delivers messages until the network is empty (or rounds run
+// out), flushing every disk between rounds when flush is set.
+func (c *Cluster) Stabilize(flush bool, rounds int) {
+	for r := 0; r < rounds; r++ {
+		if flush {
+			for _, sn := range c.up() {
+				if sn.WAL.Durable < sn.WAL.Log.LastIndex() {
+					c.Flush(sn.ID)
+				}
+			}
+		}
+		if len(c.Net) == 0 {
+			if !flush || c.allFlushed() {
+				return
+			}
+			continue
+		}
+		for len(c.Net) > 0 {
+			c.Deliver(0)
+		}
+	}
+}
+
+func (c *Cluster) allFlushed() bool {
+	for _, sn := range c.up() {
+		if sn.WAL.Durable < sn.WAL.Log.LastIndex() {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,291 @@
+package raft
+
+import (
+	"errors"
+	"slices"
+)
+
+// The leader's side of replication: batches, pipelining with flow control,
+// heartbeats, the durable commit rule, check-quorum and leadership
+// transfer.
+
+func (n *Node) progressOf(id NodeID) *progress {
+	k := n.voterIndex(id)
+	if k < 0 || n.prs == nil {
+		return nil
+	}
+	return &n.prs[k]
+}
+
+// tickLeader: heartbeats every HeartbeatTick; every ElectionTick the
+// check-quorum and the end of an unfinished transfer.
+func (n *Node) tickLeader() {
+	n.heartbeatElapsed++
+	n.electionElapsed++
+	if n.electionElapsed >= n.cfg.ElectionTick {
+		n.electionElapsed = 0
+		if n.cfg.CheckQuorum {
+			if !n.quorumActive() {
+				n.alert(AlertProtocol, "leader of term %d heard from no quorum for %d ticks: stepping down", n.hs.Term, n.cfg.ElectionTick)
+				n.stepDown()
+				return
+			}
+			for k := range n.prs {
+				n.prs[k].recentActive = false
+			}
+		}
+		if n.transferee != None {
+			n.transferee = None // the transfer timed out; accept proposals again
+		}
+	}
+	if n.heartbeatElapsed >= n.cfg.HeartbeatTick {
+		n.heartbeatElapsed = 0
+		n.bcastHeartbeat()
+	}
+}
+
+// quorumActive reports whether a quorum (the leader included) was heard
+// from since the last check.
+func (n *Node) quorumActive() bool {
+	c := 0
+	for k := range n.prs {
+		if n.prs[k].id == n.id || n.prs[k].recentActive {
+			c++
+		}
+	}
+	return c >= n.quorum()
+}
+
+func (n *Node) bcastAppend() {
+	for k := range n.prs {
+		if n.prs[k].id != n.id {
+			n.sendAppend(&n.prs[k])
+		}
+	}
+}
+
+func (n *Node) bcastHeartbeat() {
+	for k := range n.prs {
+		if n.prs[k].id != n.id {
+			n.sendHeartbeat(&n.prs[k])
+		}
+	}
+}
+
+// sendAppend sends pr the entries from pr.next on, at most MaxMsgEntries
+// and MaxMsgBytes, unless flow control pauses it: spec SendAppendEntries
+// with prev = next-1. In probe an empty message is sent too: it finds
+// where the follower's log matches.
+func (n *Node) sendAppend(pr *progress) {
+	if pr.paused(&n.cfg) {
+		return
+	}
+	lo := pr.next
+	if lo > n.log.last && pr.state == stateReplicate {
+		return
+	}
+	hi := min(n.log.last+1, lo+uint64(n.cfg.MaxMsgEntries))
+	ents, err := n.log.entries(lo, hi, n.cfg.MaxMsgBytes)
+	if err != nil {
+		if errors.Is(err, ErrCompacted) {
+			n.alert(AlertStorage, "follower %d needs entries from %d, compacted (snapshots are not supported)", pr.id, lo)
+		} else {
+			n.alert(AlertStorage, "reading entries [%d, %d) for follower %d: %v", lo, hi, pr.id, err)
+		}
+		return
+	}
+	prevTerm, ok := n.log.term(lo - 1)
+	if !ok {
+		n.alert(AlertStorage, "follower %d needs the term of %d, compacted", pr.id, lo-1)
+		return
+	}
+	last := lo - 1 + uint64(len(ents))
+	var size uint64
+	for _, e := range ents {
+		size += uint64(len(e.Data))
+	}
+	pr.seq++
+	m := Message{Type: MsgApp, To: pr.id, Term: n.hs.Term, PrevLogIndex: lo - 1, PrevLogTerm: prevTerm, Entries: ents,
+		Commit: min(n.log.committed, last), LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.seq}
+	pr.sent(last, size, len(ents))
+	n.sendApp(m)
+}
+
+// sendHeartbeat sends an empty AppendEntries at the follower's match (so it
+// carries the commit index the follower can take): spec SendAppendEntries
+// with n = 0.
+func (n *Node) sendHeartbeat(pr *progress) {
+	prev := min(pr.match, pr.next-1)
+	prevTerm, ok := n.log.term(prev)
+	if !ok {
+		return
+	}
+	pr.seq++
+	n.sendApp(Message{Type: MsgApp, To: pr.id, Term: n.hs.Term, PrevLogIndex: prev, PrevLogTerm: prevTerm,
+		Commit: min(n.log.committed, prev), LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.seq})
+}
+
+func (n *Node) sendApp(m Message) {
+	m.From = n.id
+	if n.tr != nil {
+		n.tr.event("SendAppendEntries", m.To, &m, "")
+	}
+	n.send(m)
+}
+
+// handleAppResp is spec HandleAppendEntriesResponseMax (for a response of
+// the current term to the leader), then flow control.
+func (n *Node) handleAppResp(m Message) {
+	pr := n.progressOf(m.From)
+	if m.Success && m.MatchIndex > n.log.last {
+		n.alert(AlertProtocol, "follower %d acknowledged index %d beyond the leader's last %d", m.From, m.MatchIndex, n.log.last)
+		return
+	}
+	if n.tr != nil {
+		n.tr.event("HandleAppendEntriesResponseMax", m.From, &m, "")
+	}
+	pr.recentActive = true
+	if m.Round > pr.round {
+		pr.round = m.Round
+		n.releaseReads()
+	}
+	if m.Success {
+		n.appSuccess(pr, &m)
+	} else {
+		n.appReject(pr, &m)
+	}
+	if n.transferee == m.From && pr.match == n.log.last {
+		n.sendTimeoutNow(m.From)
+	}
+	n.sendAppend(pr)
+}
+
+func (n *Node) appSuccess(pr *progress, m *Message) {
+	pr.successSeq = max(pr.successSeq, m.Seq)
+	if m.MatchIndex > pr.match {
+		pr.match = m.MatchIndex
+		n.maybeCommit()
+	}
+	pr.freeTo(m.MatchIndex)
+	switch pr.state {
+	case stateProbe:
+		switch {
+		case m.MatchIndex+1 < pr.next:
+			pr.probed = false // an old acknowledgment; probe again
+		case m.MatchIndex >= pr.match:
+			pr.becomeReplicate()
+		default:
+			// The follower is re-acquiring entries it had acknowledged
+			// and lost (a corruption): keep probing from what it has.
+			pr.becomeProbe(m.MatchIndex + 1)
+		}
+	case stateReplicate:
+		pr.next = max(pr.next, m.MatchIndex+1)
+	}
+}
+
+// appReject backs off with the follower's hint (fast back-off): the next
+// probe starts after the last index whose term is at most the hint's term.
+// A rejection older than the latest success is stale and ignored.
+func (n *Node) appReject(pr *progress, m *Message) {
+	if m.Seq < pr.successSeq {
+		return
+	}
+	hint := min(m.HintIndex, n.log.last)
+	next := n.log.findConflictByTerm(hint, m.HintTerm) + 1
+	next = max(1, min(next, n.log.last+1))
+	if pr.state == stateProbe && next >= pr.next {
+		pr.probed = false // nothing new learned; probe again
+		return
+	}
+	pr.becomeProbe(min(next, pr.next))
+}
+
+// maybeCommit is spec AdvanceCommitIndex: the largest index a quorum holds
+// durably, counting the leader only up to its durable index (the fix of
+// the seed's bug-661), commits if it is of the leader's term.
+func (n *Node) maybeCommit() {
+	q := n.commitQuorumIndex()
+	if q <= n.log.committed || n.log.mustTerm(q) != n.hs.Term {
+		return
+	}
+	for i := n.log.committed + 1; i <= q; i++ {
+		if n.uncommittedBytes > 0 {
+			// Only this leader's own entries count; the no-op is empty.
+			n.uncommittedBytes -= min(n.uncommittedBytes, n.entryBytes(i))
+		}
+	}
+	firstOfTerm := n.log.mustTerm(n.log.committed) != n.hs.Term
+	n.log.committed = q
+	n.hs.LearnedCommit = max(n.hs.LearnedCommit, q)
+	if n.tr != nil {
+		n.tr.event("AdvanceCommitIndex", None, nil, "")
+	}
+	if firstOfTerm {
+		n.serveWaitingReads()
+	}
+}
+
+// entryBytes is the data size of entry i when it is still in memory.
+func (n *Node) entryBytes(i uint64) uint64 {
+	if i > n.log.handed {
+		return uint64(len(n.log.unstable[i-n.log.handed-1].Data))
+	}
+	if cf := n.log.cacheFrom(); i >= cf {
+		return uint64(len(n.log.cache[i-cf].Data))
+	}
+	return 0
+}
+
+// commitQuorumIndex is the largest index held by a quorum: the leader at
+// its durable index, each follower at its acknowledged match.
+func (n *Node) commitQuorumIndex() uint64 {
+	vals := n.scratch[:0]
+	for k := range n.prs {
+		pr := &n.prs[k]
+		v := pr.match
+		if pr.id == n.id {
+			v = n.log.durable
+			if n.has(BugSelfCountsAppended) {
+				v = n.log.last
+			}
+		}
+		vals = append(vals, v)
+	}
+	n.scratch = vals
+	slices.Sort(vals)
+	return vals[len(vals)-n.quorum()]
+}
+
+// TransferLeadership hands leadership to a voter: once its durable match
+// reaches the leader's last index, the leader tells it to campaign at once
+// (MsgTimeoutNow). Proposals are refused until the transfer ends or times
+// out after an election timeout.
+func (n *Node) TransferLeadership(to NodeID) error {
+	defer n.checkInvariants()
+	switch {
+	case n.walFailed:
+		return ErrWALFailed
+	case n.role != RoleLeader:
+		return ErrNotLeader
+	case to == n.id:
+		return nil
+	case n.voterIndex(to) < 0:
+		return errors.New("raft: transfer to a non-voter")
+	}
+	if n.transferee == to {
+		return nil
+	}
+	n.transferee, n.electionElapsed = to, 0
+	pr := n.progressOf(to)
+	if pr.match == n.log.last {
+		n.sendTimeoutNow(to)
+		return nil
+	}
+	n.sendAppend(pr)
+	return nil
+}
+
+func (n *Node) sendTimeoutNow(to NodeID) {
+	n.send(Message{Type: MsgTimeoutNow, To: to, Term: n.hs.Term})
+}

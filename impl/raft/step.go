@@ -1,0 +1,66 @@
+package raft
+
+import "fmt"
+
+// Step hands the node a message from the network. Every field is validated
+// first (Validate, then the checks against the local log in the handlers);
+// an invalid message is refused with ErrInvalidMessage and changes nothing.
+// A node whose WAL failed refuses every message with ErrWALFailed.
+func (n *Node) Step(m Message) error {
+	if err := Validate(&m, n.id, n.voters, &n.cfg); err != nil {
+		return err
+	}
+	defer n.checkInvariants()
+	if n.walFailed {
+		n.traceDrop(&m)
+		return ErrWALFailed
+	}
+	switch m.Type {
+	case MsgVote:
+		n.handleVote(m)
+	case MsgVoteResp:
+		n.handleVoteResp(m)
+	case MsgApp:
+		if m.Term > n.hs.Term {
+			n.updateTerm(&m, m.From)
+		}
+		n.handleApp(m)
+	case MsgAppResp:
+		switch {
+		case m.Term > n.hs.Term:
+			n.updateTerm(&m, None)
+			n.traceDrop(&m)
+		case m.Term < n.hs.Term:
+			if n.tr != nil {
+				n.tr.event("DropStaleResponse", m.From, &m, "")
+			}
+		case n.role != RoleLeader:
+			n.traceDrop(&m)
+		default:
+			n.handleAppResp(m)
+		}
+	case MsgPreVote:
+		n.handlePreVote(m)
+	case MsgPreVoteResp:
+		n.handlePreVoteResp(m)
+	case MsgTimeoutNow:
+		n.handleTimeoutNow(m)
+	default:
+		panic(fmt.Sprintf("raft: Step: validated message of type %v", m.Type))
+	}
+	return nil
+}
+
+// handleTimeoutNow: the leader asks this node to campaign at once (a
+// leadership transfer), skipping pre-vote; voters grant it despite their
+// lease.
+func (n *Node) handleTimeoutNow(m Message) {
+	if m.Term != n.hs.Term || m.From != n.lead || n.role == RoleLeader {
+		return
+	}
+	if !n.promotable() {
+		n.alert(AlertFenced, "leader %d asked me to take over, but I am fenced", m.From)
+		return
+	}
+	n.hup(true)
+}

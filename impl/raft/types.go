@@ -1,0 +1,256 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+)
+
+// NodeID names a member. 0 is "none".
+type NodeID uint64
+
+// None is the NodeID of nobody: no vote, no known leader.
+const None NodeID = 0
+
+// Limits on every term and index the core accepts from a peer, its storage
+// or its caller. They keep term+1 and index+n far from overflow, so that a
+// peer-supplied 2^64-1 is refused at the gate instead of wrapping.
+const (
+	TermMax  uint64 = 1 << 62
+	IndexMax uint64 = 1 << 62
+)
+
+// Entry is a log entry. Data is opaque to the core; the core never mutates
+// it and keeps references, so the caller must not mutate it either.
+type Entry struct {
+	Index uint64
+	Term  uint64
+	Data  []byte
+}
+
+// HardState is what must be durable before any message that depends on it
+// leaves: raft.tla's currentTerm and votedFor, and the durable profile's
+// learnedCommit and truncatedAtTerm (docs/durable-raft.md). It is the
+// layout of impl/wal's HardState, field for field.
+//
+// Invariants: Term >= 1 once the node has booted; TruncatedAtTerm <= Term;
+// TruncatedAtTerm = 0 exactly when the member is not fenced for corruption.
+type HardState struct {
+	Term            uint64
+	Vote            NodeID
+	LearnedCommit   uint64 // spec learnedCommit: the highest commit index learned
+	TruncatedAtTerm uint64 // spec truncatedAtTerm: term of the corrupted boot, 0 when repaired
+}
+
+// Verdict is the recovery verdict of the WAL at this boot (impl/wal's
+// Recovery.Verdict), handed in through Boot; the core does not import the
+// WAL.
+type Verdict uint8
+
+// The recovery verdicts.
+const (
+	VerdictClean Verdict = iota + 1
+	// VerdictTornTail: an unsynced last batch was dropped; nothing durable
+	// was lost, so it is CLEAN for the protocol.
+	VerdictTornTail
+	// VerdictTruncated: the log lost entries inside its durable prefix.
+	VerdictTruncated
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case VerdictClean:
+		return "CLEAN"
+	case VerdictTornTail:
+		return "TORN_TAIL"
+	case VerdictTruncated:
+		return "TRUNCATED"
+	}
+	return fmt.Sprintf("Verdict(%d)", v)
+}
+
+// Role is a node's role. PreCandidate is a follower asking for pre-votes:
+// for the spec it is still a Follower.
+type Role uint8
+
+// Roles.
+const (
+	RoleFollower Role = iota
+	RolePreCandidate
+	RoleCandidate
+	RoleLeader
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleFollower:
+		return "Follower"
+	case RolePreCandidate:
+		return "PreCandidate"
+	case RoleCandidate:
+		return "Candidate"
+	case RoleLeader:
+		return "Leader"
+	}
+	return fmt.Sprintf("Role(%d)", r)
+}
+
+// MessageType says what a Message is.
+type MessageType uint8
+
+// Message types. MsgVote, MsgVoteResp, MsgApp and MsgAppResp are raft.tla's
+// four message types; the others are the production core's and have no
+// spec counterpart (docs/refinement.md).
+const (
+	MsgVote        MessageType = iota + 1 // RequestVoteRequest
+	MsgVoteResp                           // RequestVoteResponse
+	MsgApp                                // AppendEntriesRequest (heartbeats included)
+	MsgAppResp                            // AppendEntriesResponse
+	MsgPreVote                            // pre-vote request, for the prospective term
+	MsgPreVoteResp                        // pre-vote response
+	MsgTimeoutNow                         // leadership transfer: campaign now
+	msgTypeEnd
+)
+
+var msgTypeNames = [...]string{
+	MsgVote: "MsgVote", MsgVoteResp: "MsgVoteResp", MsgApp: "MsgApp", MsgAppResp: "MsgAppResp",
+	MsgPreVote: "MsgPreVote", MsgPreVoteResp: "MsgPreVoteResp", MsgTimeoutNow: "MsgTimeoutNow",
+}
+
+func (t MessageType) String() string {
+	if t > 0 && t < msgTypeEnd {
+		return msgTypeNames[t]
+	}
+	return fmt.Sprintf("MessageType(%d)", t)
+}
+
+// isSpec reports whether messages of this type are raft.tla messages.
+func (t MessageType) isSpec() bool { return t >= MsgVote && t <= MsgAppResp }
+
+// Message is what nodes exchange. Which fields a type carries is fixed
+// (Validate refuses any other field set non-zero):
+//
+//	MsgVote, MsgPreVote        Term, LastLogIndex, LastLogTerm, Transfer (MsgVote only)
+//	MsgVoteResp, MsgPreVoteResp Term, Granted
+//	MsgApp                     Term, PrevLogIndex, PrevLogTerm, Entries, Commit, LeaderCommit, Round, Seq
+//	MsgAppResp                 Term, Success, MatchIndex, HintIndex, HintTerm (rejections), Round, Seq
+//	MsgTimeoutNow              Term
+//
+// From, To and Type are always set.
+type Message struct {
+	Type     MessageType
+	From, To NodeID
+	Term     uint64
+
+	// MsgVote, MsgPreVote: the candidate's durable tip (spec mlastLogIndex,
+	// mlastLogTerm). Term of MsgPreVote is the term the candidate would
+	// campaign in.
+	LastLogIndex, LastLogTerm uint64
+	// Transfer marks the MsgVote of a leadership transfer: voters grant it
+	// even while they hear from a leader.
+	Transfer bool
+
+	// MsgVoteResp, MsgPreVoteResp.
+	Granted bool
+
+	// MsgApp. Commit is spec mcommitIndex (the leader's commit index clamped
+	// to the last entry of the message); LeaderCommit is spec mleaderCommit
+	// (unclamped).
+	PrevLogIndex, PrevLogTerm uint64
+	Entries                   []Entry
+	Commit, LeaderCommit      uint64
+
+	// MsgAppResp. MatchIndex is 0 on a rejection; the hint is the
+	// follower's last index and its term, for fast back-off.
+	Success             bool
+	MatchIndex          uint64
+	HintIndex, HintTerm uint64
+
+	// MsgApp and MsgAppResp, echoed by the follower: the leader's read round
+	// (ReadIndex confirmations) and the per-follower send sequence number
+	// (to tell a stale rejection from a fresh one).
+	Round, Seq uint64
+}
+
+func (m Message) String() string {
+	head := fmt.Sprintf("%d->%d %v term=%d", m.From, m.To, m.Type, m.Term)
+	switch m.Type {
+	case MsgVote, MsgPreVote:
+		s := fmt.Sprintf("%s last=%d/%d", head, m.LastLogTerm, m.LastLogIndex)
+		if m.Transfer {
+			s += " transfer"
+		}
+		return s
+	case MsgVoteResp, MsgPreVoteResp:
+		if m.Granted {
+			return head + " granted"
+		}
+		return head + " rejected"
+	case MsgApp:
+		s := fmt.Sprintf("%s prev=%d/%d commit=%d leaderCommit=%d", head, m.PrevLogTerm, m.PrevLogIndex, m.Commit, m.LeaderCommit)
+		if len(m.Entries) > 0 {
+			s += fmt.Sprintf(" entries=%d/%d..%d/%d", m.Entries[0].Term, m.Entries[0].Index,
+				m.Entries[len(m.Entries)-1].Term, m.Entries[len(m.Entries)-1].Index)
+		}
+		return s
+	case MsgAppResp:
+		if m.Success {
+			return fmt.Sprintf("%s match=%d", head, m.MatchIndex)
+		}
+		return fmt.Sprintf("%s rejected hint=%d/%d", head, m.HintTerm, m.HintIndex)
+	}
+	return head
+}
+
+// ReadState answers a ReadIndex request: once the local state machine has
+// applied Index, a read of it is linearizable.
+type ReadState struct {
+	Index   uint64
+	Context []byte
+}
+
+// AlertKind classifies an operator-visible alert. Alerts repeat while their
+// condition lasts: the node never exits, it says what is wrong.
+type AlertKind uint8
+
+// Alert kinds.
+const (
+	AlertFenced         AlertKind = iota + 1 // fenced from leadership, catching up
+	AlertPermanentFence                      // fenced and no leader heard: the loud permanent fence
+	AlertFenceReleased                       // the fence released
+	AlertWALFailed                           // the WAL failed: acknowledging nothing, granting no vote
+	AlertProtocol                            // a peer sent something the protocol forbids
+	AlertStorage                             // storage returned something inconsistent
+)
+
+var alertNames = map[AlertKind]string{
+	AlertFenced: "FENCED", AlertPermanentFence: "PERMANENT-FENCE", AlertFenceReleased: "FENCE-RELEASED",
+	AlertWALFailed: "WAL-FAILED", AlertProtocol: "PROTOCOL", AlertStorage: "STORAGE",
+}
+
+func (k AlertKind) String() string {
+	if s, ok := alertNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("AlertKind(%d)", k)
+}
+
+// Alert is one operator-visible report.
+type Alert struct {
+	Kind AlertKind
+	Text string
+}
+
+func (a Alert) String() string { return a.Kind.String() + ": " + a.Text }
+
+// Errors returned to callers.
+var (
+	ErrNotLeader        = errors.New("raft: not the leader")
+	ErrWALFailed        = errors.New("raft: the WAL failed; the node acknowledges nothing until it restarts")
+	ErrProposalTooLarge = errors.New("raft: proposal too large")
+	ErrProposalDropped  = errors.New("raft: proposal dropped: too much uncommitted data")
+	ErrTransferring     = errors.New("raft: leadership transfer in progress")
+	ErrFenced           = errors.New("raft: fenced from leadership")
+	ErrInvalidMessage   = errors.New("raft: invalid message")
+	ErrCompacted        = errors.New("raft: entries compacted")
+	ErrUnavailable      = errors.New("raft: entries unavailable")
+)

@@ -1,0 +1,129 @@
+package raft
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Validate checks every field of a message from the network before the node
+// uses any: the sender is another voter and the recipient is self; terms
+// and indexes are within TermMax and IndexMax (so a peer-supplied 2^64-1
+// is refused, never wrapped or looped over); the fields a type does not
+// carry are zero (strict on the wire: one flipped bit does not pass as
+// another message); an AppendEntries' entries are contiguous from
+// PrevLogIndex+1, of terms within [PrevLogTerm, Term], no more than
+// MaxMsgEntries and MaxMsgBytes; its commit index does not exceed its last
+// entry. What depends on the local log (a match index beyond the leader's
+// log, a hint beyond it) is checked, or clamped to the local frontier, by
+// the handlers.
+func Validate(m *Message, self NodeID, voters []NodeID, c *Config) error {
+	if err := validate(m, self, voters, c); err != nil {
+		return fmt.Errorf("%w: %v: %v", ErrInvalidMessage, err, m.Type)
+	}
+	return nil
+}
+
+func validate(m *Message, self NodeID, voters []NodeID, c *Config) error {
+	switch {
+	case m.Type < MsgVote || m.Type >= msgTypeEnd:
+		return fmt.Errorf("unknown type %d", uint8(m.Type))
+	case m.To != self:
+		return fmt.Errorf("addressed to %d, not %d", m.To, self)
+	case m.From == self || m.From == None || !slices.Contains(voters, m.From):
+		return fmt.Errorf("from %d: not another voter", m.From)
+	case m.Term < 1 || m.Term > TermMax:
+		return fmt.Errorf("term %d out of range", m.Term)
+	}
+	// The fields each type carries; every other must be zero.
+	var vote, resp, app, appResp bool
+	switch m.Type {
+	case MsgVote, MsgPreVote:
+		vote = true
+		if m.LastLogIndex > IndexMax || m.LastLogTerm > m.Term {
+			return fmt.Errorf("last log %d/%d beyond term %d or the index range", m.LastLogTerm, m.LastLogIndex, m.Term)
+		}
+		if m.LastLogIndex == 0 && m.LastLogTerm != 0 {
+			return fmt.Errorf("last log term %d at index 0", m.LastLogTerm)
+		}
+		if m.Type == MsgPreVote && m.Transfer {
+			return fmt.Errorf("a pre-vote marked as transfer")
+		}
+	case MsgVoteResp, MsgPreVoteResp:
+		resp = true
+	case MsgApp:
+		app = true
+		if err := validateApp(m, c); err != nil {
+			return err
+		}
+	case MsgAppResp:
+		appResp = true
+		if err := validateAppResp(m); err != nil {
+			return err
+		}
+	}
+	if !vote && (m.LastLogIndex != 0 || m.LastLogTerm != 0 || m.Transfer) {
+		return fmt.Errorf("vote fields set")
+	}
+	if !resp && m.Granted {
+		return fmt.Errorf("granted set")
+	}
+	if !app && (m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || len(m.Entries) != 0 || m.Commit != 0 || m.LeaderCommit != 0) {
+		return fmt.Errorf("append fields set")
+	}
+	if !appResp && (m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0) {
+		return fmt.Errorf("append response fields set")
+	}
+	if !app && !appResp && (m.Round != 0 || m.Seq != 0) {
+		return fmt.Errorf("round or seq set")
+	}
+	return nil
+}
+
+func validateApp(m *Message, c *Config) error {
+	if m.PrevLogIndex > IndexMax || m.PrevLogTerm > m.Term || (m.PrevLogIndex == 0) != (m.PrevLogTerm == 0) {
+		return fmt.Errorf("prev %d/%d at term %d", m.PrevLogTerm, m.PrevLogIndex, m.Term)
+	}
+	if len(m.Entries) > c.MaxMsgEntries {
+		return fmt.Errorf("%d entries, at most %d", len(m.Entries), c.MaxMsgEntries)
+	}
+	last := m.PrevLogIndex + uint64(len(m.Entries))
+	if last > IndexMax {
+		return fmt.Errorf("entries beyond the index range")
+	}
+	var size uint64
+	term := max(m.PrevLogTerm, 1)
+	for k, e := range m.Entries {
+		if e.Index != m.PrevLogIndex+1+uint64(k) {
+			return fmt.Errorf("entry %d has index %d after prev %d", k, e.Index, m.PrevLogIndex)
+		}
+		if e.Term < term || e.Term > m.Term {
+			return fmt.Errorf("entry %d has term %d, want [%d, %d]", e.Index, e.Term, term, m.Term)
+		}
+		term = e.Term
+		if uint64(len(e.Data)) > c.MaxEntryBytes {
+			return fmt.Errorf("entry %d of %d bytes", e.Index, len(e.Data))
+		}
+		size += uint64(len(e.Data))
+	}
+	if size > c.MaxMsgBytes {
+		return fmt.Errorf("%d bytes of entries, at most %d", size, c.MaxMsgBytes)
+	}
+	if m.Commit > last || m.Commit > m.LeaderCommit || m.LeaderCommit > IndexMax {
+		return fmt.Errorf("commit %d, leader commit %d, last entry %d", m.Commit, m.LeaderCommit, last)
+	}
+	return nil
+}
+
+func validateAppResp(m *Message) error {
+	switch {
+	case m.MatchIndex > IndexMax || m.HintIndex > IndexMax || m.HintTerm > m.Term:
+		return fmt.Errorf("match %d hint %d/%d out of range", m.MatchIndex, m.HintTerm, m.HintIndex)
+	case m.Success && (m.HintIndex != 0 || m.HintTerm != 0):
+		return fmt.Errorf("a success with a hint")
+	case !m.Success && m.MatchIndex != 0:
+		return fmt.Errorf("a rejection with match %d", m.MatchIndex)
+	case m.HintIndex == 0 && m.HintTerm != 0:
+		return fmt.Errorf("hint term %d at index 0", m.HintTerm)
+	}
+	return nil
+}
