@@ -23,7 +23,8 @@ CONSTANTS
     Profile,      \* "raft" or "durable"
     Bugs,         \* a subset of BugNames: fixes switched off (durable only)
     Crashes,      \* durable: Crash steps a behaviour may take in all
-    Corruptions   \* durable: Corrupt steps a behaviour may take in all
+    Corruptions,  \* durable: Corrupt steps a behaviour may take in all
+    Production    \* durable: TRUE adds the production core's actions
 
 \* Reserved values.  Strings, so that a trace's JSON maps onto them as is.
 Nil       == "Nil"
@@ -46,9 +47,12 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
 ASSUME /\ Profile \in {"raft", "durable"}
        /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames}
        /\ Profile = "raft" => Bugs = {} /\ Crashes = 0 /\ Corruptions = 0
+       /\ Production \in BOOLEAN
+       /\ Production => Profile = "durable"
        /\ Nil \notin Server
 
-IsDurable == Profile = "durable"
+IsDurable    == Profile = "durable"
+IsProduction == IsDurable /\ Production
 Has(bug)  == bug \in Bugs
 
 -----------------------------------------------------------------------------
@@ -473,22 +477,6 @@ DropStaleResponse(i, j, m) ==
     /\ Discard(m)
     /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
 
-\* Server m.mdest takes message m from the network.
-Receive(m) ==
-    LET i == m.mdest
-        j == m.msource
-    IN \/ UpdateTerm(i, j, m)
-       \/ /\ m.mtype = RequestVoteRequest
-          /\ HandleRequestVoteRequest(i, j, m)
-       \/ /\ m.mtype = RequestVoteResponse
-          /\ \/ DropStaleResponse(i, j, m)
-             \/ HandleRequestVoteResponse(i, j, m)
-       \/ /\ m.mtype = AppendEntriesRequest
-          /\ HandleAppendEntriesRequest(i, j, m)
-       \/ /\ m.mtype = AppendEntriesResponse
-          /\ \/ DropStaleResponse(i, j, m)
-             \/ HandleAppendEntriesResponse(i, j, m)
-
 \* The network copies a message.
 DuplicateMessage(m) ==
     /\ Send(m)
@@ -550,6 +538,173 @@ CorruptKeeping(i, k) ==
 Corrupt(i) == \E k \in 0..(durableLen[i] - 1) : CorruptKeeping(i, k)
 
 -----------------------------------------------------------------------------
+(* Actions of the production core (spec/production.go), in profile durable *)
+(* with Production = TRUE.  They add no variables; each generalises an     *)
+(* action above (SendAppendEntries: AppendEntries; HandleAppendEntriesBatch*)
+(* : HandleAppendEntriesRequest; HandleAppendEntriesResponseMax:           *)
+(* HandleAppendEntriesResponse; FlushTo: Flush) or is new (StepDown).      *)
+
+\* The AppendEntries request for entries prev+1..prev+n of leader i's log.
+AppendEntriesRange(i, j, prev, n) ==
+    [mtype          |-> AppendEntriesRequest,
+     mterm          |-> currentTerm[i],
+     mprevLogIndex  |-> prev,
+     mprevLogTerm   |-> IF prev > 0 THEN log[i][prev].term ELSE 0,
+     mentries       |-> SubSeq(log[i], prev + 1, prev + n),
+     mlog           |-> log[i],
+     mcommitIndex   |-> Min({commitIndex[i], prev + n}),
+     mleaderCommit  |-> commitIndex[i],
+     msource        |-> i,
+     mdest          |-> j]
+
+\* Leader i sends j any range of its log: batches, pipelining, fast
+\* back-off, heartbeats (n = 0).  nextIndex is not read.
+SendAppendEntries(i, j, prev, n) ==
+    /\ IsProduction
+    /\ i /= j
+    /\ state[i] = Leader
+    /\ prev \in 0..Len(log[i])
+    /\ n \in 0..(Len(log[i]) - prev)
+    /\ Send(AppendEntriesRange(i, j, prev, n))
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+
+\* The first position k of m.mentries whose index i holds with another
+\* term, or 0.
+BatchConflict(i, m) ==
+    LET ks == {k \in 1..Len(m.mentries) :
+                  /\ m.mprevLogIndex + k <= Len(log[i])
+                  /\ log[i][m.mprevLogIndex + k].term /= m.mentries[k].term}
+    IN IF ks = {} THEN 0 ELSE Min(ks)
+
+\* Without a conflict: how many of m.mentries i already holds.
+BatchPresent(i, m) == Min({Len(m.mentries), Len(log[i]) - m.mprevLogIndex})
+
+\* conflict: truncate at the first conflicting entry (the message stays).
+BatchConflictAppendEntriesRequest(i, j, m) ==
+    LET keep == m.mprevLogIndex + BatchConflict(i, m) - 1
+    IN /\ AcceptsAppendEntries(i, m)
+       /\ BatchConflict(i, m) > 0
+       /\ log'        = [log EXCEPT ![i] = SubSeq(@, 1, keep)]
+       /\ durableLen' = [durableLen EXCEPT ![i] = Min({@, keep})]
+       /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
+                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft>>
+
+\* append: no conflict, the log ends inside the message's range; append
+\* the missing suffix at once (the message stays).
+BatchAppendAppendEntriesRequest(i, j, m) ==
+    /\ AcceptsAppendEntries(i, m)
+    /\ BatchConflict(i, m) = 0
+    /\ BatchPresent(i, m) < Len(m.mentries)
+    /\ log' = [log EXCEPT ![i] =
+                  @ \o SubSeq(m.mentries, BatchPresent(i, m) + 1, Len(m.mentries))]
+    /\ UNCHANGED <<serverVars, commitIndex, messages, durableVars>>
+
+\* already-done: every entry is held, and durable; commitIndex only grows.
+BatchAlreadyDoneAppendEntriesRequest(i, j, m) ==
+    LET matched == m.mprevLogIndex + Len(m.mentries)
+    IN /\ AcceptsAppendEntries(i, m)
+       /\ BatchConflict(i, m) = 0
+       /\ BatchPresent(i, m) = Len(m.mentries)
+       /\ ~Has("follower-acks-appended") => durableLen[i] >= matched
+       /\ commitIndex'   = [commitIndex EXCEPT ![i] = Max({@, m.mcommitIndex})]
+       /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+       /\ IF verdict[i] = Truncated /\ FenceReleases(i, m)
+          THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
+               /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
+          ELSE UNCHANGED <<verdict, truncatedAtTerm>>
+       /\ Reply([mtype       |-> AppendEntriesResponse,
+                 mterm       |-> currentTerm[i],
+                 msuccess    |-> TRUE,
+                 mmatchIndex |-> matched,
+                 msource     |-> i,
+                 mdest       |-> j],
+                m)
+       /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft>>
+
+HandleAppendEntriesBatchBranch(i, j, m, branch) ==
+    /\ IsProduction
+    /\ m.mtype = AppendEntriesRequest
+    /\ m.mterm <= currentTerm[i]
+    /\ CASE branch = "reject"             -> RejectAppendEntriesRequest(i, j, m)
+         [] branch = "return-to-follower" -> ReturnToFollowerState(i, j, m)
+         [] branch = "already-done"       -> BatchAlreadyDoneAppendEntriesRequest(i, j, m)
+         [] branch = "conflict"           -> BatchConflictAppendEntriesRequest(i, j, m)
+         [] branch = "append"             -> BatchAppendAppendEntriesRequest(i, j, m)
+    /\ UNCHANGED <<candidateVars, leaderVars>>
+
+\* Server i handles j's AppendEntries request of any number of entries.
+HandleAppendEntriesBatch(i, j, m) ==
+    \E branch \in AppendEntriesBranches : HandleAppendEntriesBatchBranch(i, j, m, branch)
+
+\* Leader i learns j's match; matchIndex only grows, and nextIndex stays
+\* above it.
+HandleAppendEntriesResponseMax(i, j, m) ==
+    /\ IsProduction
+    /\ m.mtype = AppendEntriesResponse
+    /\ m.mterm = currentTerm[i]
+    /\ \/ /\ m.msuccess
+          /\ matchIndex' = [matchIndex EXCEPT ![i][j] = Max({@, m.mmatchIndex})]
+          /\ nextIndex'  = [nextIndex EXCEPT ![i][j] = Max({@, m.mmatchIndex + 1})]
+       \/ /\ ~m.msuccess
+          /\ nextIndex' = [nextIndex EXCEPT ![i][j] = Max({@ - 1, 1})]
+          /\ UNCHANGED matchIndex
+    /\ Discard(m)
+    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections, durableVars>>
+
+\* A partial group commit: the fdatasync covers the first k entries only,
+\* durableLen[i] < k < Len(log[i]) (k = Len(log[i]) is Flush).
+FlushToKeeping(i, k) ==
+    /\ IsProduction
+    /\ k \in (durableLen[i] + 1)..(Len(log[i]) - 1)
+    /\ durableLen' = [durableLen EXCEPT ![i] = k]
+    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
+                   learnedCommit, verdict, truncatedAtTerm, committed,
+                   crashesLeft, corruptionsLeft>>
+
+FlushTo(i) == \E k \in (durableLen[i] + 1)..(Len(log[i]) - 1) : FlushToKeeping(i, k)
+
+\* A leader or candidate becomes a follower in its own term (check-quorum,
+\* a failed WAL, back to pre-vote); votedFor stays.
+StepDown(i) ==
+    /\ IsProduction
+    /\ state[i] \in {Leader, Candidate}
+    /\ state' = [state EXCEPT ![i] = Follower]
+    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, leaderVars,
+                   logVars, durableVars>>
+
+-----------------------------------------------------------------------------
+(* Receive: every handler of a message (raft.tla's, and production's).  *)
+
+\* production: an AppendEntries request of more than one entry is for
+\* HandleAppendEntriesBatch only (raft.tla's handler looks at its first
+\* entry alone).
+RaftHandles(m) == ~(IsProduction /\ Len(m.mentries) > 1)
+
+\* Server m.mdest takes message m from the network.
+Receive(m) ==
+    LET i == m.mdest
+        j == m.msource
+    IN \/ UpdateTerm(i, j, m)
+       \/ /\ m.mtype = RequestVoteRequest
+          /\ HandleRequestVoteRequest(i, j, m)
+       \/ /\ m.mtype = RequestVoteResponse
+          /\ \/ DropStaleResponse(i, j, m)
+             \/ HandleRequestVoteResponse(i, j, m)
+       \/ /\ m.mtype = AppendEntriesRequest
+          /\ RaftHandles(m)
+          /\ HandleAppendEntriesRequest(i, j, m)
+       \/ /\ m.mtype = AppendEntriesResponse
+          /\ \/ DropStaleResponse(i, j, m)
+             \/ HandleAppendEntriesResponse(i, j, m)
+       \* production: the handlers of production.go, beside raft.tla's.
+       \/ /\ IsProduction
+          /\ m.mtype = AppendEntriesRequest
+          /\ HandleAppendEntriesBatch(i, j, m)
+       \/ /\ IsProduction
+          /\ m.mtype = AppendEntriesResponse
+          /\ HandleAppendEntriesResponseMax(i, j, m)
+
+-----------------------------------------------------------------------------
 (* The next-state relation *)
 
 \* History: every log that any server had before the step.
@@ -566,6 +721,10 @@ Next ==
        \/ \E i \in Server, v \in Value : ClientRequest(i, v)
        \/ \E i \in Server : AdvanceCommitIndex(i)
        \/ \E i, j \in Server : AppendEntries(i, j)
+       \/ \E i \in Server : FlushTo(i)
+       \/ \E i \in Server : StepDown(i)
+       \/ \E i, j \in Server : \E prev \in 0..Len(log[i]) :
+              \E n \in 0..(Len(log[i]) - prev) : SendAppendEntries(i, j, prev, n)
        \/ \E m \in DOMAIN messages : Receive(m)
        \/ \E m \in DOMAIN messages : DuplicateMessage(m)
        \/ \E m \in DOMAIN messages : DropMessage(m)

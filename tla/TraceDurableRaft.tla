@@ -28,17 +28,23 @@
 (*  | config.values = V            | Value = 1..V                         |*)
 (*  | config.crashes / corruptions | Crashes / Corruptions (default 0)    |*)
 (*  | config.bugs "a,b" (Go order) | Bugs = {"a", "b"}                    |*)
+(*  | config.production            | Production (default FALSE)           |*)
 (*  | seq                          | l - 1                                |*)
 (*  | action                       | the operator of the same name        |*)
 (*  | node                         | i (m.mdest for message actions)      |*)
-(*  | peer                         | j of RequestVote, AppendEntries      |*)
+(*  | peer                         | j of RequestVote, AppendEntries,     |*)
+(*  |                              |   SendAppendEntries                  |*)
 (*  | msg (all fields but mlog)    | m \in DOMAIN messages, mlog ignored  |*)
-(*  | branch                       | the HandleAppendEntriesRequest       |*)
+(*  |                              |   (SendAppendEntries: the message    |*)
+(*  |                              |   sent, which fixes prev and n)      |*)
+(*  | branch                       | the HandleAppendEntriesRequest or    |*)
+(*  |                              |   HandleAppendEntriesBatch           |*)
 (*  |                              |   disjunct (reject, return-to-       |*)
 (*  |                              |   follower, already-done, conflict,  |*)
 (*  |                              |   append); any when absent           |*)
 (*  | value                        | v of ClientRequest(i, v)             |*)
 (*  | cut                          | k of CrashKeeping / CorruptKeeping   |*)
+(*  |                              |   (FlushToKeeping: any k if absent)  |*)
 (*  | state.currentTerm            | currentTerm'[i]                      |*)
 (*  | state.state                  | state'[i]                            |*)
 (*  | state.votedFor ("Nil", "sK") | votedFor'[i]                         |*)
@@ -84,6 +90,7 @@ TraceServer      == {"s" \o ToString(k) : k \in 1..TraceConfig.servers}
 TraceValue       == 1..TraceConfig.values
 TraceCrashes     == Field(TraceConfig, "crashes", 0)
 TraceCorruptions == Field(TraceConfig, "corruptions", 0)
+TraceProduction  == Field(TraceConfig, "production", FALSE)
 \* config.bugs lists the switches comma-separated in spec/config.go's order
 \* (as Go's Bug.String writes them); an unknown name fails the CHOOSE.
 TraceBugs ==
@@ -127,7 +134,8 @@ LoggedStateMatches(i) ==
 MessageActions ==
     {"UpdateTerm", "HandleRequestVoteRequest", "HandleRequestVoteResponse",
      "HandleAppendEntriesRequest", "HandleAppendEntriesResponse",
-     "DropStaleResponse", "DuplicateMessage", "DropMessage"}
+     "DropStaleResponse", "DuplicateMessage", "DropMessage",
+     "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax"}
 
 \* The handler the line names, applied to bag message m.
 MessageStep(a, m) ==
@@ -142,10 +150,17 @@ MessageStep(a, m) ==
                 /\ HandleRequestVoteResponse(i, j, m)
          [] a = "HandleAppendEntriesRequest" ->
                 /\ m.mtype = AppendEntriesRequest
+                /\ RaftHandles(m)
                 /\ IF "branch" \in DOMAIN Event
                    THEN /\ Event.branch \in AppendEntriesBranches
                         /\ HandleAppendEntriesRequestBranch(i, j, m, Event.branch)
                    ELSE HandleAppendEntriesRequest(i, j, m)
+         [] a = "HandleAppendEntriesBatch" ->
+                IF "branch" \in DOMAIN Event
+                THEN /\ Event.branch \in AppendEntriesBranches
+                     /\ HandleAppendEntriesBatchBranch(i, j, m, Event.branch)
+                ELSE HandleAppendEntriesBatch(i, j, m)
+         [] a = "HandleAppendEntriesResponseMax" -> HandleAppendEntriesResponseMax(i, j, m)
          [] a = "HandleAppendEntriesResponse" ->
                 /\ m.mtype = AppendEntriesResponse
                 /\ HandleAppendEntriesResponse(i, j, m)
@@ -168,6 +183,16 @@ LoggedStep(i) ==
          [] a = "Flush"              -> Flush(i)
          [] a = "Crash"              -> CrashKeeping(i, Event.cut)
          [] a = "Corrupt"            -> CorruptKeeping(i, Event.cut)
+         [] a = "SendAppendEntries"  ->
+                LET prev == Event.msg.mprevLogIndex
+                    n    == Len(Event.msg.mentries)
+                IN /\ Event.peer \in Server
+                   /\ SendAppendEntries(i, Event.peer, prev, n)
+                   /\ LET sent == AppendEntriesRange(i, Event.peer, prev, n)
+                      IN [f \in DOMAIN sent \ {"mlog"} |-> sent[f]] = Event.msg
+         [] a = "FlushTo"            ->
+                IF "cut" \in DOMAIN Event THEN FlushToKeeping(i, Event.cut) ELSE FlushTo(i)
+         [] a = "StepDown"           -> StepDown(i)
          [] a \in MessageActions     ->
                 \E m \in DOMAIN messages :
                     /\ m.mdest = i

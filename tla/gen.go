@@ -239,6 +239,8 @@ func Generate() ([]TraceFile, error) {
 		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3,
 			Crashes: 1, Corruptions: 1}, 12},
 		{spec.Config{Profile: spec.ProfileRaft, Servers: 3, Values: 2, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3}, 4},
+		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 3, MaxLog: 3, MaxDup: 1, MaxMsgs: 3,
+			Crashes: 1, Corruptions: 1, Production: true}, 4},
 	} {
 		m, err := spec.NewModel(w.cfg)
 		if err != nil {
@@ -254,7 +256,11 @@ func Generate() ([]TraceFile, error) {
 			return nil, fmt.Errorf("%v: simulation found a violation of %s", w.cfg, res.Violation.Invariant)
 		}
 		for k, steps := range walks {
-			name := fmt.Sprintf("walk-%v-s%d-%02d.ndjson", w.cfg.Profile, w.cfg.Servers, k)
+			profile := w.cfg.Profile.String()
+			if w.cfg.Production {
+				profile = "production"
+			}
+			name := fmt.Sprintf("walk-%s-s%d-%02d.ndjson", profile, w.cfg.Servers, k)
 			if err := add(name, m, steps, fmt.Sprintf("simulate walk %d, seed %d (%v)", k, 1+k, w.cfg)); err != nil {
 				return nil, err
 			}

@@ -132,6 +132,8 @@ func parseMCConfig(path string) (mcConfig, error) {
 					bugs = append(bugs, b)
 				}
 			}
+		case "Production":
+			c.Config.Production = val == "TRUE"
 		case "Crashes":
 			c.Config.Crashes = n
 		case "Corruptions":
