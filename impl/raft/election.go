@@ -208,6 +208,13 @@ func (n *Node) handlePreVoteResp(m Message) {
 	if n.role != RolePreCandidate || (m.Granted && m.Term != n.hs.Term+1) {
 		return
 	}
+	if !m.Granted && m.Term > n.hs.Term {
+		// The voter is already in the term this node asks for, or later:
+		// this node missed a term. A real campaign at term+1 cannot raise
+		// anyone's term; its rejections carry the newer term (UpdateTerm).
+		n.campaign(false)
+		return
+	}
 	if m.Granted {
 		n.record(&n.votesGranted, m.From)
 	} else {

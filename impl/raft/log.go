@@ -15,7 +15,9 @@ type termRun struct{ index, term uint64 }
 // of the recent ones, and the watermarks.
 //
 // Invariants (checkInvariants):
-//   - first-1 <= applied <= committed <= last; durable <= handed <= last.
+//   - first-1 <= committed <= last; applied >= first-1 (applied may exceed
+//     committed after a restart: the commit index is volatile, the state
+//     machine's position is not); durable <= handed <= last.
 //   - runs cover first..last: runs[0].index = first, indexes increase, terms
 //     increase, every run index <= last (runs is empty when last < first).
 //   - unstable holds handed+1..last; cache holds cacheFrom..handed.
@@ -98,20 +100,22 @@ func (l *raftLog) truncate(from uint64) {
 		if l.truncateFrom == 0 || from < l.truncateFrom {
 			l.truncateFrom = from
 		}
+		cf := l.cacheFrom()
 		l.handed = from - 1
 		l.unstable = nil
-		cf := l.cacheFrom()
 		if from <= cf {
 			l.cache, l.cacheBytes = nil, 0
 		} else {
 			for _, e := range l.cache[from-cf:] {
 				l.cacheBytes -= uint64(len(e.Data))
 			}
-			l.cache = l.cache[:from-cf]
+			keep := from - cf
+			l.cache = l.cache[:keep:keep]
 		}
 		return
 	}
-	l.unstable = l.unstable[:from-l.handed-1]
+	keep := from - l.handed - 1
+	l.unstable = l.unstable[:keep:keep]
 }
 
 // handOff is called when a Ready takes the unstable entries: they move to
@@ -155,7 +159,7 @@ func (l *raftLog) entries(lo, hi, bytesMax uint64) ([]Entry, error) {
 		if err := l.checkRead(lo, got); err != nil {
 			return nil, err
 		}
-		out = got
+		out = got[:len(got):len(got)] // appending below must copy, not write into storage's array
 		if uint64(len(got)) < min(hi, cf)-lo {
 			return out, nil // the byte limit cut it short
 		}
@@ -211,7 +215,7 @@ func (l *raftLog) findConflictByTerm(index, term uint64) uint64 {
 }
 
 func (l *raftLog) checkInvariants() {
-	assert(l.first >= 1 && l.first-1 <= l.applied && l.applied <= l.committed && l.committed <= l.last,
+	assert(l.first >= 1 && l.first-1 <= l.applied && l.first-1 <= l.committed && l.committed <= l.last,
 		"first %d applied %d committed %d last %d", l.first, l.applied, l.committed, l.last)
 	assert(l.durable <= l.handed && l.handed <= l.last, "durable %d handed %d last %d", l.durable, l.handed, l.last)
 	assert(uint64(len(l.unstable)) == l.last-l.handed, "unstable %d for (%d, %d]", len(l.unstable), l.handed, l.last)

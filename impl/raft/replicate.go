@@ -111,18 +111,19 @@ func (n *Node) sendAppend(pr *progress) {
 	n.sendApp(m)
 }
 
-// sendHeartbeat sends an empty AppendEntries at the follower's match (so it
-// carries the commit index the follower can take): spec SendAppendEntries
-// with n = 0.
+// sendHeartbeat sends an empty AppendEntries at the leader's last index:
+// spec SendAppendEntries with prev = Len(log), n = 0. A follower that holds
+// the whole log takes the commit index from it; one that lags rejects it,
+// which still confirms the leadership (reads, check-quorum) and tells the
+// leader where to probe from (entries in flight were lost). At the last
+// index, two heartbeats that the spec cannot tell apart (it does not see
+// mlog) are sent from the same log, so they are the same spec message: the
+// trace checker is not left guessing which one a follower received.
 func (n *Node) sendHeartbeat(pr *progress) {
-	prev := min(pr.match, pr.next-1)
-	prevTerm, ok := n.log.term(prev)
-	if !ok {
-		return
-	}
+	prev := n.log.last
 	pr.seq++
-	n.sendApp(Message{Type: MsgApp, To: pr.id, Term: n.hs.Term, PrevLogIndex: prev, PrevLogTerm: prevTerm,
-		Commit: min(n.log.committed, prev), LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.seq})
+	n.sendApp(Message{Type: MsgApp, To: pr.id, Term: n.hs.Term, PrevLogIndex: prev, PrevLogTerm: n.log.lastTerm(),
+		Commit: n.log.committed, LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.seq})
 }
 
 func (n *Node) sendApp(m Message) {

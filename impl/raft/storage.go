@@ -69,7 +69,9 @@ func (s *MemoryStorage) Entries(lo, hi, bytesMax uint64) ([]Entry, error) {
 	case hi > s.LastIndex()+1 || lo > hi:
 		return nil, fmt.Errorf("%w: [%d, %d) beyond last index %d", ErrUnavailable, lo, hi, s.LastIndex())
 	}
-	out := s.ents[lo-s.base-1 : hi-s.base-1]
+	// A full slice expression: whoever keeps the result (a message in
+	// flight) must not see a later append overwrite it.
+	out := s.ents[lo-s.base-1 : hi-s.base-1 : hi-s.base-1]
 	return limitBytes(out, bytesMax), nil
 }
 
@@ -102,7 +104,8 @@ func (s *MemoryStorage) Append(entries []Entry) error {
 			return fmt.Errorf("raft: MemoryStorage.Append: entry %d has index %d", k, e.Index)
 		}
 	}
-	s.ents = append(s.ents[:first-s.base-1], entries...)
+	keep := first - s.base - 1
+	s.ents = append(s.ents[:keep:keep], entries...)
 	return nil
 }
 
@@ -114,7 +117,8 @@ func (s *MemoryStorage) Truncate(from uint64) error {
 	if from > s.LastIndex() {
 		return nil
 	}
-	s.ents = s.ents[:from-s.base-1]
+	keep := from - s.base - 1
+	s.ents = s.ents[:keep:keep]
 	return nil
 }
 
@@ -141,6 +145,7 @@ func (s *MemoryStorage) Clone() *MemoryStorage {
 // prefix).
 func (s *MemoryStorage) Prefix(index uint64) {
 	if index < s.LastIndex() && index >= s.base {
-		s.ents = s.ents[:index-s.base]
+		keep := index - s.base
+		s.ents = s.ents[:keep:keep]
 	}
 }

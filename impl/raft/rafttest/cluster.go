@@ -77,9 +77,9 @@ type Cluster struct {
 	Violations []string
 
 	rng      *rand.Rand
-	acks     map[uint64]acked         // index -> acknowledged entry
-	leaders  map[uint64]raft.NodeID   // term -> leader ever elected
-	applied  map[uint64]string        // index -> "term/data" applied anywhere
+	acks     map[uint64]acked          // index -> acknowledged entry
+	leaders  map[uint64]raft.NodeID    // term -> leader ever elected
+	applied  map[uint64]string         // index -> "term/data" applied anywhere
 	reads    map[string]raft.ReadState // ctx -> answered read
 	crashes  int
 	corrupts int

@@ -124,10 +124,10 @@ func (c *Cluster) FlushTo(id raft.NodeID, index uint64) {
 
 // FailWAL makes id's next flush fail.
 func (c *Cluster) FailWAL(id raft.NodeID) {
-	if sn := c.Node(id); sn != nil {
+	if sn := c.Node(id); sn != nil && sn.Node != nil {
 		sn.WAL.Failed = true
+		c.Flush(id)
 	}
-	c.Flush(id)
 }
 
 // Stop crashes id and leaves it down. keep of its unsynced entries survive

@@ -1,0 +1,204 @@
+package rafttest
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/durableraft/durableraft/impl/raft"
+)
+
+// RandomOptions shape a randomized run.
+type RandomOptions struct {
+	N     int
+	Seed  uint64
+	Steps int
+	// Faults.
+	Drops, Dups, Crashes, Corruptions, Partitions, WALFailures bool
+	PreVote, CheckQuorum                                       bool
+	// Small batches and windows exercise batching and flow control.
+	MaxMsgEntries, MaxInflightMsgs int
+	Bugs                           raft.Bug
+	// Log, when set, receives what each step printed.
+	Log func(step int, out string)
+}
+
+// DefaultRandom is the fault mix of TestRandomized.
+func DefaultRandom(seed uint64) RandomOptions {
+	return RandomOptions{N: 3 + int(seed%3), Seed: seed, Steps: 400,
+		Drops: true, Dups: true, Crashes: true, Corruptions: true, Partitions: true, WALFailures: true,
+		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MaxMsgEntries: 1 + int(seed%3), MaxInflightMsgs: 1 + int(seed%4)}
+}
+
+// RunRandom runs one seeded randomized behaviour: message delivery in
+// random order, drops, duplicates, ticks, partial and full flushes,
+// proposals, reads, transfers, crashes that lose unsynced entries,
+// corruptions of a minority, partitions and failed WALs. The cluster's
+// invariants are checked after every step; the trace is in the cluster.
+// At the end the faults stop and the cluster must elect a leader and commit
+// one more entry.
+func RunRandom(o RandomOptions) (*Cluster, error) {
+	c, err := NewCluster(Options{N: o.N, Seed: o.Seed, PreVote: o.PreVote, CheckQuorum: o.CheckQuorum,
+		MaxMsgEntries: o.MaxMsgEntries, MaxInflightMsgs: o.MaxInflightMsgs, ElectionTick: 6, Bugs: o.Bugs, Trace: true})
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0xabcdef))
+	pick := func() raft.NodeID { return raft.NodeID(1 + rng.IntN(o.N)) }
+	proposals := 0
+	for step := 0; step < o.Steps && len(c.Violations) == 0; step++ {
+		c.Out.Reset()
+		r := rng.IntN(1000)
+		switch {
+		case r < 400 && len(c.Net) > 0:
+			c.Deliver(rng.IntN(len(c.Net)))
+		case r < 430 && len(c.Net) > 0 && o.Drops:
+			c.Drop(rng.IntN(len(c.Net)))
+		case r < 450 && len(c.Net) > 0 && o.Dups:
+			c.Duplicate(rng.IntN(len(c.Net)))
+		case r < 650:
+			c.Tick(pick())
+		case r < 750:
+			id := pick()
+			if sn := c.Node(id); sn.Node != nil && rng.IntN(3) == 0 {
+				last := sn.WAL.Log.LastIndex()
+				if last > sn.WAL.Durable {
+					c.FlushTo(id, sn.WAL.Durable+1+rng.Uint64N(last-sn.WAL.Durable))
+				}
+			} else {
+				c.Flush(id)
+			}
+		case r < 820:
+			if l := c.Leader(); l != nil {
+				proposals++
+				_ = c.Propose(l.ID, fmt.Sprintf("p%d", proposals))
+			}
+		case r < 835:
+			if l := c.Leader(); l != nil {
+				_ = l.Node.ReadIndex([]byte(fmt.Sprintf("r%d", step)))
+				c.handle(l)
+			}
+		case r < 842:
+			if l := c.Leader(); l != nil {
+				_ = l.Node.TransferLeadership(pick())
+				c.handle(l)
+			}
+		case r < 870 && o.Crashes:
+			id := pick()
+			if sn := c.Node(id); sn.Node != nil {
+				c.Stop(id, rng.IntN(3)-1)
+			} else {
+				err = c.Start(id)
+			}
+		case r < 885 && o.Corruptions:
+			// Keep a quorum of members that can vote: with fewer, no leader
+			// can be elected to repair the TRUNCATED ones (docs/refinement.md).
+			id := pick()
+			if d := c.durableOf(id); d > 0 && c.truncatedWith(id) <= o.N-(o.N/2+1) {
+				_ = c.Corrupt(id, rng.Uint64N(d))
+			}
+		case r < 900 && o.Partitions:
+			if rng.IntN(2) == 0 {
+				c.Isolate(pick())
+			} else {
+				c.Heal()
+			}
+		case r < 905 && o.WALFailures:
+			c.FailWAL(pick())
+		default:
+			// Restart a node whose WAL failed, start a stopped one.
+			for _, sn := range c.Nodes {
+				if sn.Node == nil {
+					err = c.Start(sn.ID)
+					break
+				}
+				if sn.Node.Status().WALFailed {
+					err = c.Restart(sn.ID, rng.IntN(3)-1)
+					break
+				}
+			}
+		}
+		if err != nil {
+			return c, err
+		}
+		c.CheckInvariants()
+		if o.Log != nil {
+			o.Log(step, c.Out.String())
+		}
+	}
+	if len(c.Violations) > 0 {
+		return c, nil
+	}
+	return c, c.converge(o.Log)
+}
+
+// truncatedWith counts the TRUNCATED members if id were one too.
+func (c *Cluster) truncatedWith(id raft.NodeID) int {
+	k := 0
+	for _, sn := range c.Nodes {
+		if sn.ID == id || sn.WAL.HS.TruncatedAtTerm != 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// durableOf is a node's durable index as the spec knows it.
+func (c *Cluster) durableOf(id raft.NodeID) uint64 {
+	sn := c.Node(id)
+	if sn.Node != nil {
+		return sn.Node.Status().Durable
+	}
+	return sn.stopDurable
+}
+
+// converge ends the faults: every node up and healthy, the network healed
+// and reliable, disks flushing; a leader must emerge and commit an entry.
+func (c *Cluster) converge(log func(int, string)) error {
+	c.Heal()
+	for _, sn := range c.Nodes {
+		if sn.Node == nil {
+			if err := c.Start(sn.ID); err != nil {
+				return err
+			}
+		} else if sn.Node.Status().WALFailed {
+			if err := c.Restart(sn.ID, 0); err != nil {
+				return err
+			}
+		}
+	}
+	var proposedTerm uint64
+	for round := 0; round < 400; round++ {
+		c.Out.Reset()
+		for _, sn := range c.Nodes {
+			c.Tick(sn.ID)
+		}
+		c.Stabilize(true, 20)
+		c.CheckInvariants()
+		if log != nil {
+			log(100000+round, c.Out.String())
+		}
+		if len(c.Violations) > 0 {
+			return nil
+		}
+		l := c.Leader()
+		if l == nil {
+			continue
+		}
+		if term := l.Node.Status().HardState.Term; term != proposedTerm {
+			if err := c.Propose(l.ID, "final"); err == nil {
+				proposedTerm = term
+			}
+			continue
+		}
+		for _, a := range c.acks {
+			if a.data == "final" {
+				return nil
+			}
+		}
+	}
+	var st []string
+	for _, sn := range c.Nodes {
+		st = append(st, describe(sn))
+	}
+	return fmt.Errorf("rafttest: no leader committed an entry after the faults stopped: %v", st)
+}
