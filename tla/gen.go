@@ -163,6 +163,15 @@ func searchStep(m *spec.Model, maxStates int, pred func(pre *spec.State, l spec.
 	return nil, errors.New("no such step within the bounds")
 }
 
+// stepKinds counts the distinct actions (with their branch) of a walk.
+func stepKinds(steps []spec.Step) int {
+	kinds := map[[2]int]bool{}
+	for _, st := range steps[1:] {
+		kinds[[2]int{int(st.Label.Action), int(st.Label.Branch)}] = true
+	}
+	return len(kinds)
+}
+
 // durableSmall is the durable setting of the counterexamples (docs/tla.md).
 func durableSmall(bugs string) spec.Config {
 	b, err := spec.ParseBugs(bugs)
@@ -231,23 +240,24 @@ func Generate() ([]TraceFile, error) {
 		}
 	}
 
-	// Random walks, deep and with three servers.
+	// Random walks, deep and with three servers: of `tried` seeded walks,
+	// the `keep` that take the most kinds of steps.
 	for _, w := range []struct {
-		cfg   spec.Config
-		walks int
+		cfg         spec.Config
+		tried, keep int
 	}{
 		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3,
-			Crashes: 1, Corruptions: 1}, 12},
-		{spec.Config{Profile: spec.ProfileRaft, Servers: 3, Values: 2, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3}, 4},
-		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 3, MaxLog: 3, MaxDup: 1, MaxMsgs: 3,
-			Crashes: 1, Corruptions: 1, Production: true}, 4},
+			Crashes: 1, Corruptions: 1}, 200, 10},
+		{spec.Config{Profile: spec.ProfileRaft, Servers: 3, Values: 2, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3}, 100, 3},
+		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 4, MaxLog: 3, MaxDup: 1, MaxMsgs: 3,
+			Crashes: 1, Corruptions: 1, Production: true}, 200, 4},
 	} {
 		m, err := spec.NewModel(w.cfg)
 		if err != nil {
 			return nil, err
 		}
-		walks := make([][]spec.Step, w.walks)
-		res, err := spec.Simulate(m, spec.SimOptions{Walks: w.walks, Depth: 60, Seed: 1, Workers: 1,
+		walks := make([][]spec.Step, w.tried)
+		res, err := spec.Simulate(m, spec.SimOptions{Walks: w.tried, Depth: 60, Seed: 1, Workers: 1,
 			OnWalk: func(k int, steps []spec.Step) { walks[k] = steps }})
 		if err != nil {
 			return nil, err
@@ -255,13 +265,19 @@ func Generate() ([]TraceFile, error) {
 		if res.Violation != nil {
 			return nil, fmt.Errorf("%v: simulation found a violation of %s", w.cfg, res.Violation.Invariant)
 		}
-		for k, steps := range walks {
-			profile := w.cfg.Profile.String()
-			if w.cfg.Production {
-				profile = "production"
-			}
-			name := fmt.Sprintf("walk-%s-s%d-%02d.ndjson", profile, w.cfg.Servers, k)
-			if err := add(name, m, steps, fmt.Sprintf("simulate walk %d, seed %d (%v)", k, 1+k, w.cfg)); err != nil {
+		order := make([]int, w.tried)
+		for k := range order {
+			order[k] = k
+		}
+		sort.SliceStable(order, func(a, b int) bool { return stepKinds(walks[order[a]]) > stepKinds(walks[order[b]]) })
+		profile := w.cfg.Profile.String()
+		if w.cfg.Production {
+			profile = "production"
+		}
+		for _, k := range order[:w.keep] {
+			name := fmt.Sprintf("walk-%s-s%d-%03d.ndjson", profile, w.cfg.Servers, k)
+			why := fmt.Sprintf("simulate walk %d, seed %d, %d kinds of step (%v)", k, 1+k, stepKinds(walks[k]), w.cfg)
+			if err := add(name, m, walks[k], why); err != nil {
 				return nil, err
 			}
 		}
@@ -294,8 +310,8 @@ func Generate() ([]TraceFile, error) {
 		edit       func([]trace.Event) ([]trace.Event, error)
 		why        string
 	}{
-		{"wrong-term.ndjson", "walk-durable-s3-00.ndjson", WrongTerm(20),
-			"event 20 logs currentTerm one higher than the spec's"},
+		{"wrong-term.ndjson", "witness-durable-EntryCommitted.ndjson", WrongTerm(10),
+			"event 10 logs currentTerm one higher than the spec's"},
 		{"skipped-step.ndjson", "witness-raft-TwoLeadersElected.ndjson", SkipFirst("Timeout"),
 			"the first Timeout is left out, so the next step is not enabled"},
 		{"commit-beyond-durable-majority.ndjson", "cex-self-counts-appended-CommittedIsDurable.ndjson", WithoutBugs,
