@@ -250,7 +250,6 @@ type recoveredLog struct {
 	// an unvouched last batch); nil when no segment was kept.
 	last    *scanResult
 	lastSrc *segmentSource
-	rcase   recoveryCase
 	rec     Recovery
 	// scans are the scan results of the kept segments, for diagnostics and tests.
 	scans []segmentScan
@@ -356,7 +355,6 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 }
 
 func (out *recoveredLog) stop(c recoveryCase, detail, segName string, offset int64) {
-	out.rcase = c
 	out.rec.Path = append(out.rec.Path, c.label)
 	out.rec.Verdict, out.rec.Case = c.verdict, c.label
 	out.rec.Reason = c.why

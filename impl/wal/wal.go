@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,6 +187,9 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 		for _, d := range disk {
 			_ = d.file.Close()
 		}
+		for _, s := range w.segs {
+			_ = s.file.Close()
+		}
 		if w.hs != nil && w.hs.file != nil {
 			_ = w.hs.file.Close()
 		}
@@ -238,18 +242,8 @@ func (w *WAL) listDir() ([]*diskSegment, error) {
 			}
 		}
 	}
-	slices.SortFunc(disk, func(a, b *diskSegment) int { return int64Cmp(a.generation, b.generation) })
+	slices.SortFunc(disk, func(a, b *diskSegment) int { return cmp.Compare(a.generation, b.generation) })
 	return disk, nil
-}
-
-func int64Cmp(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (w *WAL) openDiskSegment(name string, gen uint64) (*diskSegment, error) {
