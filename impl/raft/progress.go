@@ -43,7 +43,8 @@ type progress struct {
 	match  uint64
 	next   uint64
 	state  progressState
-	probed bool // probe: an AppendEntries is out and unanswered
+	probed   bool // probe: an AppendEntries is out and unanswered
+	probeAge int  // heartbeats sent since the probe went out
 
 	inflights     []inflight
 	inflightBytes uint64
@@ -85,7 +86,7 @@ func (pr *progress) paused(c *Config) bool {
 // sent records an AppendEntries whose last entry is last.
 func (pr *progress) sent(last, bytes uint64, entries int) {
 	if pr.state == stateProbe {
-		pr.probed = true
+		pr.probed, pr.probeAge = true, 0
 		return
 	}
 	if entries > 0 {

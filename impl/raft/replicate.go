@@ -64,10 +64,21 @@ func (n *Node) bcastAppend() {
 	}
 }
 
+// bcastHeartbeat sends every follower a heartbeat. A probe unanswered for
+// two heartbeats is taken as lost and sent again (a retry earlier than that
+// would mostly duplicate a probe still in flight).
 func (n *Node) bcastHeartbeat() {
 	for k := range n.prs {
-		if n.prs[k].id != n.id {
-			n.sendHeartbeat(&n.prs[k])
+		pr := &n.prs[k]
+		if pr.id == n.id {
+			continue
+		}
+		n.sendHeartbeat(pr)
+		if pr.state == stateProbe && pr.probed {
+			if pr.probeAge++; pr.probeAge >= 2 {
+				pr.probed = false
+				n.sendAppend(pr)
+			}
 		}
 	}
 }
@@ -172,7 +183,7 @@ func (n *Node) appSuccess(pr *progress, m *Message) {
 	case stateProbe:
 		switch {
 		case m.MatchIndex+1 < pr.next:
-			pr.probed = false // an old acknowledgment; probe again
+			// An old acknowledgment: the probe is still out.
 		case m.MatchIndex >= pr.match:
 			pr.becomeReplicate()
 		default:
@@ -196,8 +207,7 @@ func (n *Node) appReject(pr *progress, m *Message) {
 	next := n.log.findConflictByTerm(hint, m.HintTerm) + 1
 	next = max(1, min(next, n.log.last+1))
 	if pr.state == stateProbe && next >= pr.next {
-		pr.probed = false // nothing new learned; probe again
-		return
+		return // nothing new learned; the probe is still out
 	}
 	pr.becomeProbe(min(next, pr.next))
 }

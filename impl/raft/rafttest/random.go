@@ -26,7 +26,7 @@ type RandomOptions struct {
 func DefaultRandom(seed uint64) RandomOptions {
 	return RandomOptions{N: 3 + int(seed%3), Seed: seed, Steps: 400,
 		Drops: true, Dups: true, Crashes: true, Corruptions: true, Partitions: true, WALFailures: true,
-		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MaxMsgEntries: 1 + int(seed%3), MaxInflightMsgs: 1 + int(seed%4)}
+		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MaxMsgEntries: 2 * int(seed/2%2), MaxInflightMsgs: 1 + int(seed%4)}
 }
 
 // RunRandom runs one seeded randomized behaviour: message delivery in
@@ -50,7 +50,13 @@ func RunRandom(o RandomOptions) (*Cluster, error) {
 		r := rng.IntN(1000)
 		switch {
 		case r < 400 && len(c.Net) > 0:
-			c.Deliver(rng.IntN(len(c.Net)))
+			// Mostly among the oldest few (reordering nearby), sometimes
+			// any message (a long delay).
+			if rng.IntN(5) == 0 {
+				c.Deliver(rng.IntN(len(c.Net)))
+			} else {
+				c.Deliver(rng.IntN(min(len(c.Net), 3)))
+			}
 		case r < 430 && len(c.Net) > 0 && o.Drops:
 			c.Drop(rng.IntN(len(c.Net)))
 		case r < 450 && len(c.Net) > 0 && o.Dups:
