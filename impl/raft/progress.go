@@ -39,10 +39,10 @@ type inflight struct {
 //   - inflights are in increasing order of last, each <= next-1; their
 //     count and bytes are within the configured window.
 type progress struct {
-	id     NodeID
-	match  uint64
-	next   uint64
-	state  progressState
+	id       NodeID
+	match    uint64
+	next     uint64
+	state    progressState
 	probed   bool // probe: an AppendEntries is out and unanswered
 	probeAge int  // heartbeats sent since the probe went out
 
