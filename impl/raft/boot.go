@@ -113,7 +113,7 @@ var bootPolicy = []policyRow{
 	{"6", []policyVerdict{pvClean}, []position{posAtOrAbove}, no, yes, nil, OutcomeEligible,
 		"empty first-boot log: not behind anything, promotable (Req 2.1, 2.3)"},
 	{"2", []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerYes}, OutcomeFenced,
-		"intact but behind what it learned committed: catch up, then ELIGIBLE (Req 2.2, 2.3, 2.6)"},
+		"intact but behind the commit index it learned: catch up from the leader, then ELIGIBLE (Req 2.2, 2.3, 2.6)"},
 	{"4b", []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerNo}, OutcomePermanentFence,
 		"behind and no leader to catch up from: loud, non-promotable, alive; releases on catch-up (Req 2.4, 2.6)"},
 	{"5", []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerYes}, OutcomeFenced,
@@ -121,7 +121,7 @@ var bootPolicy = []policyRow{
 	{"5b", []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerNo}, OutcomeFenced,
 		"a legitimate snapshot sentinel is never the permanent fence: it waits for a leader (Req 2.1)"},
 	{"3", []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
-		"corruption cut the durable log; a leader is there: fence, catch up until FenceReleases (Req 2.2, 2.6)"},
+		"corruption cut the durable log: catch up from the leader until FenceReleases, then ELIGIBLE (Req 2.2, 2.6)"},
 	{"4", []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
 		"corrupted and no leader: loud permanent fence, alive, keeps listening; releases on catch-up (Req 2.4, 2.6)"},
 	{"A1", nil, []position{posBelow}, anyBool, yes, nil, outcomeAssert,
@@ -206,8 +206,12 @@ func (n *Node) evaluatePolicy(tick bool) {
 	if row.outcome == OutcomePermanentFence {
 		kind = AlertPermanentFence
 	}
-	n.alert(kind, "row %s: %s: %s (verdict %s at term %d, durable %d, learned commit %d, no leader for %d ticks)",
-		row.row, row.outcome, row.why, n.verdictString(), n.hs.TruncatedAtTerm, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
+	verdict := "CLEAN"
+	if n.hs.TruncatedAtTerm != 0 {
+		verdict = fmt.Sprintf("TRUNCATED at term %d", n.hs.TruncatedAtTerm)
+	}
+	n.alert(kind, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
+		row.row, row.outcome, row.why, verdict, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
 }
 
 func (n *Node) verdictString() string {

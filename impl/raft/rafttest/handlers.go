@@ -117,7 +117,7 @@ func (e *Env) Handle(line string) (string, error) {
 		// Example: propose 1 a b c
 		err = e.handlePropose(c)
 	case "deliver", "drop", "dup":
-		// Example: deliver from=1 to=2 type=MsgApp   (drop to=3; dup from=2)
+		// Example: deliver from=1 to=2 type=MsgApp prev=3 n=1   (drop to=3; dup from=2)
 		err = e.handleNet(c)
 	case "stabilize":
 		// Example: stabilize   (stabilize noflush: deliver only, disks keep their durable index)
@@ -253,6 +253,9 @@ func matchMsg(c Cmd, m raft.Message) bool {
 		return false
 	}
 	if v, ok := c.KV["type"]; ok && v != m.Type.String() {
+		return false
+	}
+	if v, ok := c.KV["prev"]; ok && v != strconv.FormatUint(m.PrevLogIndex, 10) {
 		return false
 	}
 	return true

@@ -1,0 +1,51 @@
+package raft_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/durableraft/durableraft/impl/raft"
+)
+
+// defenceInDepth are the switches whose rule the spec shows to be defence
+// in depth: no invariant breaks with the switch alone (scripts/bugs.sh,
+// docs/durable-raft.md). For them a scenario fails by printing what the
+// rule changes (a vote, a campaign), not by an invariant.
+var defenceInDepth = raft.BugCandidateAdvertisesAppended | raft.BugNoVoterLearnedFloor | raft.BugNoPromotionFence
+
+// TestSeedBugsFailScenarios re-introduces each seed bug through its
+// test-only switch (the names of spec's -bug switches) and requires that a
+// scenario then fails: by breaking a cluster invariant, or, for the
+// defence-in-depth switches, at least by printing another outcome. The
+// trace of a run with a switch declares the switch, and the spec with the
+// same switch must still accept it: the switch changes the core exactly as
+// it changes the spec.
+func TestSeedBugsFailScenarios(t *testing.T) {
+	paths := scripts(t)
+	for _, bug := range raft.AllBugs() {
+		t.Run(bug.String(), func(t *testing.T) {
+			var broken, changed []string
+			for _, path := range paths {
+				res := runScript(t, path, bug, false)
+				if len(res.violations) > 0 {
+					broken = append(broken, filepath.Base(path)+": "+res.violations[0])
+				}
+				if len(res.mismatches) > 0 {
+					changed = append(changed, filepath.Base(path))
+				}
+				if res.traceErr != nil {
+					t.Errorf("%s: with -bug %v the spec rejects the trace: %v", path, bug, res.traceErr)
+				}
+			}
+			switch {
+			case len(broken) > 0:
+				t.Logf("invariants broken in %d scenarios:\n%s", len(broken), strings.Join(broken, "\n"))
+			case bug&defenceInDepth != 0 && len(changed) > 0:
+				t.Logf("defence in depth: no invariant breaks; %d scenarios print another outcome: %s", len(changed), strings.Join(changed, ", "))
+			default:
+				t.Fatalf("no scenario fails with %v (outputs changed in %v)", bug, changed)
+			}
+		})
+	}
+}
