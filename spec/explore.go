@@ -107,14 +107,16 @@ func Explore(m *Model, opt Options) (*Result, error) {
 	enc := m.Encode(nil, init)
 	x.generated.Add(1)
 	x.check(init, 0, Label{})
-	level := []string{}
+	level := &levelQueue{}
 	if m.InBounds(init) && x.visited.insert(Fingerprint(enc), 0) {
 		x.distinct.Add(1)
 		x.sometimes.state(m, init, 0, Label{}, Fingerprint(enc))
-		level = append(level, string(enc))
+		w := blockWriter{q: level}
+		w.add(enc)
+		w.flush()
 	}
 	depth := 0
-	if len(level) > 0 {
+	if level.states > 0 {
 		depth = 1
 	}
 	done := make(chan struct{})
@@ -122,17 +124,17 @@ func Explore(m *Model, opt Options) (*Result, error) {
 		go x.progress(start, done)
 	}
 	complete := true
-	for len(level) > 0 && !x.stop.Load() {
-		x.queued.Store(int64(len(level)))
+	for level.states > 0 && !x.stop.Load() {
+		x.queued.Store(level.states)
 		next := x.expandLevel(level)
 		if x.stop.Load() {
 			break
 		}
-		if opt.MaxDistinct > 0 && x.distinct.Load() > opt.MaxDistinct && len(next) > 0 {
+		if opt.MaxDistinct > 0 && x.distinct.Load() > opt.MaxDistinct && next.states > 0 {
 			complete = false
 			break
 		}
-		if len(next) > 0 {
+		if next.states > 0 {
 			depth++
 		}
 		level = next
@@ -164,42 +166,40 @@ func Explore(m *Model, opt Options) (*Result, error) {
 
 // expandLevel expands every state of one BFS level with the workers and
 // returns the next level.
-func (x *explorer) expandLevel(level []string) []string {
+func (x *explorer) expandLevel(level *levelQueue) *levelQueue {
+	next := &levelQueue{}
 	var cursor atomic.Int64
-	const chunk = 64
-	outs := make([][]string, x.opt.Workers)
 	var wg sync.WaitGroup
 	for w := 0; w < x.opt.Workers; w++ {
 		wg.Add(1)
-		go func(w int) {
+		go func() {
 			defer wg.Done()
+			out := blockWriter{q: next}
 			var buf []byte
-			var next []string
 			scratch := new(State)
 			for !x.stop.Load() {
-				lo := int(cursor.Add(chunk)) - chunk
-				if lo >= len(level) {
+				k := int(cursor.Add(1)) - 1
+				if k >= len(level.blocks) {
 					break
 				}
-				for _, enc := range level[lo:min(lo+chunk, len(level))] {
-					next, buf = x.expand(enc, next, buf, scratch)
-					x.queued.Add(-1)
-				}
+				eachRecord(level.blocks[k], func(enc []byte) {
+					if !x.stop.Load() {
+						buf = x.expand(string(enc), &out, buf, scratch)
+						x.queued.Add(-1)
+					}
+				})
+				level.blocks[k] = nil // let the block go
 			}
-			outs[w] = next
-		}(w)
+			out.flush()
+		}()
 	}
 	wg.Wait()
-	var next []string
-	for _, o := range outs {
-		next = append(next, o...)
-	}
 	return next
 }
 
 // expand generates the successors of one state. scratch holds each
 // successor while it is checked, so that successors are not allocated.
-func (x *explorer) expand(enc string, next []string, buf []byte, scratch *State) ([]string, []byte) {
+func (x *explorer) expand(enc string, out *blockWriter, buf []byte, scratch *State) []byte {
 	m := x.m
 	s, err := m.Decode(enc)
 	assert(err == nil, "decoding a queued state: %v", err)
@@ -209,11 +209,11 @@ func (x *explorer) expand(enc string, next []string, buf []byte, scratch *State)
 		generated++
 		*scratch = succ
 		n := scratch
-		buf = m.Encode(buf[:0], n)
 		isNew := true
 		inBounds := m.InBounds(n)
 		var fp uint64
 		if inBounds {
+			buf = m.Encode(buf[:0], n)
 			fp = Fingerprint(buf)
 			isNew = x.visited.insert(fp, parentFP)
 		}
@@ -227,12 +227,12 @@ func (x *explorer) expand(enc string, next []string, buf []byte, scratch *State)
 		if inBounds {
 			distinct++
 			x.sometimes.state(m, n, parentFP, l, fp)
-			next = append(next, string(buf))
+			out.add(buf)
 		}
 	})
 	x.generated.Add(generated)
 	x.distinct.Add(distinct)
-	return next, buf
+	return buf
 }
 
 // check evaluates the invariants on a generated state.
