@@ -124,7 +124,7 @@ var bootPolicy = []policyRow{
 		"corruption cut the durable log: catch up from the leader until FenceReleases, then ELIGIBLE (Req 2.2, 2.6)"},
 	{"4", []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
 		"corrupted and no leader: loud permanent fence, alive, keeps listening; releases on catch-up (Req 2.4, 2.6)"},
-	{"A1", nil, []position{posBelow}, anyBool, yes, nil, outcomeAssert,
+	{"A1", []policyVerdict{pvClean}, []position{posBelow}, anyBool, yes, nil, outcomeAssert,
 		"a first boot has nothing learned to be behind"},
 	{"A2", []policyVerdict{pvTruncated}, nil, anyBool, yes, nil, outcomeAssert,
 		"a first boot has no log to find corrupted"},
@@ -189,7 +189,9 @@ func (n *Node) promotable() bool { return !n.walFailed && n.fenceOpen() }
 // and a lasting fence every Config.AlertTicks.
 func (n *Node) evaluatePolicy(tick bool) {
 	row := decidePolicy(n.policyInputs())
-	assert(row.outcome != outcomeAssert, "boot policy row %s: %s", row.row, row.why)
+	if row.outcome == outcomeAssert {
+		failf("boot policy row %s: %s", row.row, row.why)
+	}
 	if tick {
 		n.alertElapsed++
 	}

@@ -62,7 +62,9 @@ func (l *raftLog) term(index uint64) (uint64, bool) {
 // mustTerm is term for an index the caller knows is held.
 func (l *raftLog) mustTerm(index uint64) uint64 {
 	t, ok := l.term(index)
-	assert(ok, "term of %d outside the log (%d, %d]", index, l.first-1, l.last)
+	if !ok {
+		failf("term of %d outside the log (%d, %d]", index, l.first-1, l.last)
+	}
 	return t
 }
 
@@ -75,9 +77,13 @@ func (l *raftLog) durableTip() (term, index uint64) { return l.mustTerm(l.durabl
 // append adds entries after the last one.
 func (l *raftLog) append(ents ...Entry) {
 	for _, e := range ents {
-		assert(e.Index == l.last+1, "append index %d after last %d", e.Index, l.last)
+		if e.Index != l.last+1 {
+			failf("append index %d after last %d", e.Index, l.last)
+		}
 		lt := l.lastTerm()
-		assert(e.Term >= lt && e.Term >= 1, "append term %d after term %d", e.Term, lt)
+		if e.Term < lt || e.Term < 1 {
+			failf("append term %d after term %d", e.Term, lt)
+		}
 		if len(l.runs) == 0 || e.Term != lt {
 			l.runs = append(l.runs, termRun{index: e.Index, term: e.Term})
 		}
@@ -90,8 +96,9 @@ func (l *raftLog) append(ents ...Entry) {
 // leader's log. The durable index falls with the log (spec: durableLen' =
 // Min(durableLen, Len(log'))); the commit index never does.
 func (l *raftLog) truncate(from uint64) {
-	assert(from > l.committed && from >= l.first && from <= l.last,
-		"truncate from %d: committed %d, log (%d, %d]", from, l.committed, l.first-1, l.last)
+	if from <= l.committed || from < l.first || from > l.last {
+		failf("truncate from %d: committed %d, log (%d, %d]", from, l.committed, l.first-1, l.last)
+	}
 	l.last = from - 1
 	k := sort.Search(len(l.runs), func(k int) bool { return l.runs[k].index >= from })
 	l.runs = l.runs[:k]
@@ -148,7 +155,9 @@ func (l *raftLog) entries(lo, hi, bytesMax uint64) ([]Entry, error) {
 	if lo < l.first {
 		return nil, ErrCompacted
 	}
-	assert(hi <= l.last+1, "entries [%d, %d) beyond last %d", lo, hi, l.last)
+	if hi > l.last+1 {
+		failf("entries [%d, %d) beyond last %d", lo, hi, l.last)
+	}
 	var out []Entry
 	cf := l.cacheFrom()
 	if lo < cf {
@@ -215,15 +224,24 @@ func (l *raftLog) findConflictByTerm(index, term uint64) uint64 {
 }
 
 func (l *raftLog) checkInvariants() {
-	assert(l.first >= 1 && l.first-1 <= l.applied && l.first-1 <= l.committed && l.committed <= l.last,
-		"first %d applied %d committed %d last %d", l.first, l.applied, l.committed, l.last)
-	assert(l.durable <= l.handed && l.handed <= l.last, "durable %d handed %d last %d", l.durable, l.handed, l.last)
-	assert(uint64(len(l.unstable)) == l.last-l.handed, "unstable %d for (%d, %d]", len(l.unstable), l.handed, l.last)
-	assert(l.truncateFrom == 0 || l.truncateFrom == l.handed+1, "truncateFrom %d handed %d", l.truncateFrom, l.handed)
-	if l.last >= l.first {
-		assert(len(l.runs) > 0 && l.runs[0].index == l.first, "runs %v first %d", l.runs, l.first)
+	if !(l.first >= 1 && l.first-1 <= l.applied && l.first-1 <= l.committed && l.committed <= l.last) {
+		failf("first %d applied %d committed %d last %d", l.first, l.applied, l.committed, l.last)
+	}
+	if !(l.durable <= l.handed && l.handed <= l.last) {
+		failf("durable %d handed %d last %d", l.durable, l.handed, l.last)
+	}
+	if uint64(len(l.unstable)) != l.last-l.handed {
+		failf("unstable %d for (%d, %d]", len(l.unstable), l.handed, l.last)
+	}
+	if l.truncateFrom != 0 && l.truncateFrom != l.handed+1 {
+		failf("truncateFrom %d handed %d", l.truncateFrom, l.handed)
+	}
+	if l.last >= l.first && (len(l.runs) == 0 || l.runs[0].index != l.first) {
+		failf("runs %v first %d", l.runs, l.first)
 	}
 	for k := 1; k < len(l.runs); k++ {
-		assert(l.runs[k].index > l.runs[k-1].index && l.runs[k].term > l.runs[k-1].term, "runs %v", l.runs)
+		if l.runs[k].index <= l.runs[k-1].index || l.runs[k].term <= l.runs[k-1].term {
+			failf("runs %v", l.runs)
+		}
 	}
 }

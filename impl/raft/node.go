@@ -478,16 +478,29 @@ func (n *Node) quorum() int { return len(n.voters)/2 + 1 }
 
 func (n *Node) checkInvariants() {
 	n.log.checkInvariants()
-	assert(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1, "hard state %+v", n.hs)
-	assert((n.role == RoleLeader) == (n.prs != nil), "role %v with progress %v", n.role, n.prs != nil)
-	assert(n.role != RoleLeader || n.lead == n.id, "leader with lead %d", n.lead)
-	assert(!n.walFailed || (n.role == RoleFollower && len(n.pendingAcks) == 0), "failed WAL as %v", n.role)
-	assert(n.role != RoleLeader || n.has(BugSelfCountsAppended) || n.commitQuorumIndex() >= n.log.committed ||
-		n.log.mustTerm(n.log.committed) != n.hs.Term, "leader commit %d above its durable quorum", n.log.committed)
+	if !(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1) {
+		failf("hard state %+v", n.hs)
+	}
+	if !((n.role == RoleLeader) == (n.prs != nil)) {
+		failf("role %v with progress %v", n.role, n.prs != nil)
+	}
+	if !(n.role != RoleLeader || n.lead == n.id) {
+		failf("leader with lead %d", n.lead)
+	}
+	if !(!n.walFailed || (n.role == RoleFollower && len(n.pendingAcks) == 0)) {
+		failf("failed WAL as %v", n.role)
+	}
+	if !(n.role != RoleLeader || n.has(BugSelfCountsAppended) || n.commitQuorumIndex() >= n.log.committed ||
+		n.log.mustTerm(n.log.committed) != n.hs.Term) {
+		failf("leader commit %d above its durable quorum", n.log.committed)
+	}
 }
 
-func assert(ok bool, format string, args ...any) {
-	if !ok {
-		panic(errors.New("raft: invariant violated: " + fmt.Sprintf(format, args...)))
-	}
+// failf panics with context: an invariant of the node's own state does not
+// hold. Invariants are checked as "if !cond { failf(...) }" so that the
+// arguments are not evaluated (nor boxed) when the invariant holds. Only
+// programming errors panic: input from peers, storage and the caller is
+// validated and answered with an error or an alert.
+func failf(format string, args ...any) {
+	panic(errors.New("raft: invariant violated: " + fmt.Sprintf(format, args...)))
 }

@@ -1,0 +1,358 @@
+package raft
+
+import (
+	"errors"
+	"go/parser"
+	"go/token"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/durableraft/durableraft/trace"
+)
+
+// TestCoreIsPure: the core imports no I/O, no concurrency, no clock and no
+// randomness of its own (time enters through Tick, randomness through
+// Config.Rand). Checked on the source with go/parser.
+func TestCoreIsPure(t *testing.T) {
+	forbidden := map[string]bool{"os": true, "net": true, "sync": true, "sync/atomic": true, "time": true,
+		"math/rand": true, "math/rand/v2": true, "crypto/rand": true, "io/ioutil": true, "syscall": true, "unsafe": true}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		ast, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range ast.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if forbidden[p] || strings.HasPrefix(p, "net/") || strings.HasPrefix(p, "os/") {
+				t.Errorf("%s imports %q", f, p)
+			}
+		}
+		src, _ := os.ReadFile(f)
+		if strings.Contains(string(src), "go func") {
+			t.Errorf("%s starts a goroutine", f)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("checked only %d files", checked)
+	}
+}
+
+func cfgLimits() *Config {
+	c := testConfig(2, NewMemoryStorage())
+	c.withDefaults()
+	return &c
+}
+
+// TestValidateRefuses: every field is checked at the gate, including
+// peer-supplied ranges of 2^64-1.
+func TestValidateRefuses(t *testing.T) {
+	max := uint64(math.MaxUint64)
+	app := Message{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: 1, PrevLogTerm: 1,
+		Entries: []Entry{{Index: 2, Term: 2}, {Index: 3, Term: 3}}, Commit: 3, LeaderCommit: 4}
+	ok := func(m Message) Message { return m }
+	cases := map[string]Message{
+		"unknown type":               {Type: 99, From: 1, To: 2, Term: 1},
+		"not to me":                  {Type: MsgVote, From: 1, To: 3, Term: 1},
+		"from myself":                {Type: MsgVote, From: 2, To: 2, Term: 1},
+		"from a stranger":            {Type: MsgVote, From: 7, To: 2, Term: 1},
+		"term 0":                     {Type: MsgVote, From: 1, To: 2},
+		"term 2^64-1":                {Type: MsgVote, From: 1, To: 2, Term: max},
+		"vote last index 2^64-1":     {Type: MsgVote, From: 1, To: 2, Term: 3, LastLogIndex: max, LastLogTerm: 1},
+		"vote last term beyond term": {Type: MsgVote, From: 1, To: 2, Term: 3, LastLogIndex: 1, LastLogTerm: 4},
+		"vote with entries":          {Type: MsgVote, From: 1, To: 2, Term: 3, Entries: []Entry{{Index: 1, Term: 1}}},
+		"pre-vote transfer":          {Type: MsgPreVote, From: 1, To: 2, Term: 3, Transfer: true},
+		"response with match":        {Type: MsgVoteResp, From: 1, To: 2, Term: 3, MatchIndex: 1},
+		"timeout-now with seq":       {Type: MsgTimeoutNow, From: 1, To: 2, Term: 3, Seq: 1},
+		"app prev 2^64-1":            func() Message { m := ok(app); m.PrevLogIndex, m.Entries, m.Commit = max, nil, 0; return m }(),
+		"app entries past 2^62":      func() Message { m := ok(app); m.PrevLogIndex = IndexMax; return m }(),
+		"app gap in entries":         func() Message { m := ok(app); m.Entries = []Entry{{Index: 2, Term: 2}, {Index: 4, Term: 3}}; return m }(),
+		"app term falls":             func() Message { m := ok(app); m.Entries = []Entry{{Index: 2, Term: 3}, {Index: 3, Term: 2}}; return m }(),
+		"app entry beyond term":      func() Message { m := ok(app); m.Entries = []Entry{{Index: 2, Term: 4}}; m.Commit = 2; return m }(),
+		"app entry before prev term": func() Message { m := ok(app); m.PrevLogTerm = 3; return m }(),
+		"app commit beyond last":     func() Message { m := ok(app); m.Commit = 4; return m }(),
+		"app commit above leader's":  func() Message { m := ok(app); m.LeaderCommit = 2; return m }(),
+		"app leader commit 2^64-1":   func() Message { m := ok(app); m.LeaderCommit = max; return m }(),
+		"app prev term at index 0":   {Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogTerm: 1},
+		"app too many entries":       func() Message { m := ok(app); m.Entries = make([]Entry, 257); return m }(),
+		"app too many bytes": func() Message {
+			m := ok(app)
+			m.Entries = []Entry{{Index: 2, Term: 2, Data: make([]byte, 2<<20)}}
+			return m
+		}(),
+		"resp success with hint":       {Type: MsgAppResp, From: 1, To: 2, Term: 3, Success: true, MatchIndex: 1, HintIndex: 1},
+		"resp rejection with match":    {Type: MsgAppResp, From: 1, To: 2, Term: 3, MatchIndex: 1},
+		"resp match 2^64-1":            {Type: MsgAppResp, From: 1, To: 2, Term: 3, Success: true, MatchIndex: max},
+		"resp hint 2^64-1":             {Type: MsgAppResp, From: 1, To: 2, Term: 3, HintIndex: max, HintTerm: 1},
+		"resp hint term beyond term":   {Type: MsgAppResp, From: 1, To: 2, Term: 3, HintIndex: 1, HintTerm: 4},
+		"resp with vote fields":        {Type: MsgAppResp, From: 1, To: 2, Term: 3, LastLogIndex: 1},
+		"vote response with entries":   {Type: MsgVoteResp, From: 1, To: 2, Term: 3, Entries: []Entry{{Index: 1, Term: 1}}},
+		"pre-vote response with round": {Type: MsgPreVoteResp, From: 1, To: 2, Term: 3, Round: 1},
+	}
+	c := cfgLimits()
+	for name, m := range cases {
+		if err := Validate(&m, 2, []NodeID{1, 2, 3}, c); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("%s: accepted (%v)", name, err)
+		}
+	}
+	if err := Validate(&app, 2, []NodeID{1, 2, 3}, c); err != nil {
+		t.Errorf("a valid AppendEntries refused: %v", err)
+	}
+}
+
+// TestHostileRangesDoNotWedge: values at the limits from a peer are refused
+// or clamped, and the node stays live: a follower asked to match at 2^62
+// rejects with its own frontier as the hint; a leader told of a match
+// beyond its log ignores it.
+func TestHostileRangesDoNotWedge(t *testing.T) {
+	n := mustNode(t, testConfig(2, logOf(1, 1)), Boot{HardState: HardState{Term: 1}, Verdict: VerdictClean})
+	m := Message{Type: MsgApp, From: 1, To: 2, Term: 2, PrevLogIndex: IndexMax, PrevLogTerm: 2, LeaderCommit: IndexMax}
+	if err := n.Step(m); err != nil {
+		t.Fatal(err)
+	}
+	rd := n.Ready()
+	if len(rd.MessagesAfterPersist) != 1 || rd.MessagesAfterPersist[0].Success || rd.MessagesAfterPersist[0].HintIndex != 2 {
+		t.Fatalf("want a rejection hinting at index 2: %v", rd.MessagesAfterPersist)
+	}
+	if n.Status().HardState.LearnedCommit != 0 {
+		t.Fatal("learned a commit index from a rejected message")
+	}
+	// Leader side.
+	l := mustNode(t, testConfig(1, NewMemoryStorage(), 1, 2, 3), Boot{})
+	if err := l.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []NodeID{2, 3} {
+		if err := l.Step(Message{Type: MsgVoteResp, From: from, To: 1, Term: 2, Granted: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.Status().Role != RoleLeader {
+		t.Fatal("not leader")
+	}
+	if err := l.Step(Message{Type: MsgAppResp, From: 2, To: 1, Term: 2, Success: true, MatchIndex: IndexMax}); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Status(); st.Progress[2].Match != 0 || st.Commit != 0 {
+		t.Fatalf("a match beyond the log was taken: %+v", st.Progress[2])
+	}
+	if err := l.Step(Message{Type: MsgAppResp, From: 2, To: 1, Term: 2, HintIndex: IndexMax, HintTerm: 2, Seq: 99}); err != nil {
+		t.Fatal(err)
+	}
+	if p := l.Status().Progress[2]; p.Next < 1 || p.Next > l.Status().Last+1 {
+		t.Fatalf("next %d outside [1, last+1]", p.Next)
+	}
+}
+
+// TestWALFailure: a failed WAL makes the node step down, acknowledge
+// nothing, grant no vote, refuse proposals, and keep saying so.
+func TestWALFailure(t *testing.T) {
+	st := NewMemoryStorage()
+	n := mustNode(t, testConfig(1, st, 1), Boot{})
+	if err := n.Campaign(); err != nil || n.Status().Role != RoleLeader {
+		t.Fatalf("single voter did not lead: %v", err)
+	}
+	rd := n.Ready()
+	if err := st.Append(rd.Entries); err != nil {
+		t.Fatal(err)
+	}
+	n.Advance(AdvanceInfo{Failed: true, Reason: "EIO"})
+	if s := n.Status(); s.Role != RoleFollower || !s.WALFailed {
+		t.Fatalf("after failure: %+v", s)
+	}
+	if _, err := n.Propose([]byte("x")); err != ErrWALFailed {
+		t.Fatalf("propose: %v", err)
+	}
+	if alertsOf(n.Ready(), AlertWALFailed) != 1 {
+		t.Fatal("no alert")
+	}
+	alerts := 0
+	for k := 0; k < 5*n.cfg.AlertTicks; k++ {
+		n.Tick()
+		alerts += alertsOf(n.Ready(), AlertWALFailed)
+	}
+	if alerts != 5 {
+		t.Fatalf("%d alerts in 5 intervals", alerts)
+	}
+	if err := n.Campaign(); err != ErrWALFailed {
+		t.Fatalf("campaign: %v", err)
+	}
+}
+
+// TestLeaderCountsOnlyDurable: a single voter commits an entry only when
+// its own WAL reports it durable; a durable report of another term (from
+// before a truncation) is ignored.
+func TestLeaderCountsOnlyDurable(t *testing.T) {
+	st := NewMemoryStorage()
+	n := mustNode(t, testConfig(1, st, 1), Boot{})
+	if err := n.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Propose([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	rd := n.Ready()
+	if err := st.Append(rd.Entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.Committed) != 0 || n.Status().Commit != 0 {
+		t.Fatal("committed before durable")
+	}
+	n.Advance(AdvanceInfo{DurableIndex: 2, DurableTerm: 1})
+	if n.Status().Durable != 0 {
+		t.Fatal("took a durable report of the wrong term")
+	}
+	n.Advance(AdvanceInfo{DurableIndex: 1, DurableTerm: 2})
+	if n.Status().Commit != 1 {
+		t.Fatalf("commit %d after durable 1", n.Status().Commit)
+	}
+	n.Advance(AdvanceInfo{DurableIndex: 2, DurableTerm: 2})
+	if got := n.Ready().Committed; len(got) != 2 || string(got[1].Data) != "a" {
+		t.Fatalf("committed %v", got)
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, m := range sampleMessages() {
+		b := MarshalMessage(&m)
+		got, err := UnmarshalMessage(b, 256, 1<<20)
+		if err != nil {
+			t.Fatalf("%v: %v", m, err)
+		}
+		if string(MarshalMessage(&got)) != string(b) || got.String() != m.String() {
+			t.Fatalf("round trip changed %v into %v", m, got)
+		}
+		for k := range b {
+			c := append([]byte(nil), b...)
+			c[k] ^= 0x10
+			if _, err := UnmarshalMessage(c, 256, 1<<20); err == nil {
+				t.Fatalf("%v: a flipped bit at %d passed", m, k)
+			}
+		}
+		if _, err := UnmarshalMessage(append(b, 0), 256, 1<<20); err == nil {
+			t.Fatal("trailing byte passed")
+		}
+	}
+}
+
+func sampleMessages() []Message {
+	return []Message{
+		{Type: MsgVote, From: 1, To: 2, Term: 3, LastLogIndex: 5, LastLogTerm: 2, Transfer: true},
+		{Type: MsgVoteResp, From: 2, To: 1, Term: 3, Granted: true},
+		{Type: MsgPreVote, From: 1, To: 2, Term: 4, LastLogIndex: 5, LastLogTerm: 2},
+		{Type: MsgPreVoteResp, From: 2, To: 1, Term: 4},
+		{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: 1, PrevLogTerm: 1, Commit: 2, LeaderCommit: 5, Round: 7, Seq: 9,
+			Entries: []Entry{{Index: 2, Term: 2, Data: []byte("x")}, {Index: 3, Term: 3}}},
+		{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: 3, PrevLogTerm: 3, Commit: 3, LeaderCommit: 3},
+		{Type: MsgAppResp, From: 2, To: 1, Term: 3, Success: true, MatchIndex: 3, Round: 7, Seq: 9},
+		{Type: MsgAppResp, From: 2, To: 1, Term: 3, HintIndex: 1, HintTerm: 1, Seq: 2},
+		{Type: MsgTimeoutNow, From: 1, To: 2, Term: 3},
+	}
+}
+
+// FuzzMessage feeds arbitrary frames to the decoder and the decoded ones to
+// a follower and a leader: nothing panics, what decodes re-encodes to the
+// same bytes, and the nodes' invariants hold (checked after every Step).
+func FuzzMessage(f *testing.F) {
+	for _, m := range sampleMessages() {
+		f.Add(MarshalMessage(&m))
+	}
+	hostile := Message{Type: MsgApp, From: 1, To: 2, Term: math.MaxUint64, PrevLogIndex: math.MaxUint64, LeaderCommit: math.MaxUint64}
+	f.Add(MarshalMessage(&hostile))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := UnmarshalMessage(b, 256, 1<<20)
+		if err != nil {
+			return
+		}
+		if string(MarshalMessage(&m)) != string(b) {
+			t.Fatal("decoded frame does not re-encode to itself")
+		}
+		follower := mustNode(t, testConfig(2, logOf(1, 1, 2)), Boot{HardState: HardState{Term: 2, LearnedCommit: 2}, Verdict: VerdictClean})
+		_ = follower.Step(m)
+		follower.Ready()
+		leader := fuzzLeader(t)
+		m.To = 1
+		_ = leader.Step(m)
+		leader.Ready()
+	})
+}
+
+func fuzzLeader(t *testing.T) *Node {
+	n := mustNode(t, testConfig(1, logOf(1, 1, 2), 1, 2, 3), Boot{HardState: HardState{Term: 2}, Verdict: VerdictClean})
+	if err := n.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Step(Message{Type: MsgVoteResp, From: 2, To: 1, Term: 3, Granted: true}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// heartbeatAckLoop is a leader handling a duplicate acknowledgment that
+// changes nothing: the hot path of a busy leader.
+func heartbeatAckLoop(tb testing.TB, sink TraceSink) (*Node, Message) {
+	cfg := testConfig(1, NewMemoryStorage(), 1, 2, 3)
+	cfg.Trace = sink
+	n, err := NewNode(cfg, Boot{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := n.Campaign(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := n.Step(Message{Type: MsgVoteResp, From: 2, To: 1, Term: 2, Granted: true}); err != nil {
+		tb.Fatal(err)
+	}
+	n.Ready()
+	ack := Message{Type: MsgAppResp, From: 2, To: 1, Term: 2, Success: true, MatchIndex: 1, Seq: 1}
+	if err := n.Step(ack); err != nil {
+		tb.Fatal(err)
+	}
+	n.Ready()
+	return n, ack
+}
+
+type discard struct{}
+
+func (discard) Event(trace.Event) {}
+
+// TestTraceOffAllocatesNothing: with Config.Trace nil the hot path does not
+// allocate; with a sink it does (the events).
+func TestTraceOffAllocatesNothing(t *testing.T) {
+	n, ack := heartbeatAckLoop(t, nil)
+	if a := testing.AllocsPerRun(1000, func() { _ = n.Step(ack) }); a != 0 {
+		t.Fatalf("%v allocations per step with tracing off", a)
+	}
+	n, ack = heartbeatAckLoop(t, discard{})
+	if a := testing.AllocsPerRun(100, func() { _ = n.Step(ack) }); a == 0 {
+		t.Fatal("tracing on allocates nothing: the test measures nothing")
+	}
+}
+
+func BenchmarkStepTraceOff(b *testing.B) {
+	n, ack := heartbeatAckLoop(b, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = n.Step(ack)
+	}
+}
+
+func BenchmarkStepTraceOn(b *testing.B) {
+	n, ack := heartbeatAckLoop(b, discard{})
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = n.Step(ack)
+	}
+}
