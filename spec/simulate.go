@@ -24,6 +24,9 @@ type SimResult struct {
 	Walks, Steps, Generated int64
 	Violation               *Violation
 	ViolationWalk           int
+	// Reached reports, for each reachability property, whether some walk
+	// reached it (the witness is that walk's prefix).
+	Reached []Reachability
 }
 
 // Simulate takes seeded random walks from Init for behaviours too deep for
@@ -39,6 +42,7 @@ func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = 1
 	}
+	reach := newSometimesTracker(m)
 	var (
 		res      SimResult
 		walkNext atomic.Int64
@@ -56,6 +60,7 @@ func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
 					return
 				}
 				steps, generated, v := simulateWalk(m, invs, opt.Depth, opt.Seed+uint64(k))
+				reach.walk(m, steps)
 				mu.Lock()
 				res.Walks++
 				res.Steps += int64(len(steps) - 1)
@@ -72,6 +77,7 @@ func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
 		}()
 	}
 	wg.Wait()
+	res.Reached = reach.results()
 	return &res, nil
 }
 

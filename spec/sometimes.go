@@ -177,6 +177,33 @@ func (t *sometimesTracker) step(m *Model, pre *State, l Label, post *State, pare
 	}
 }
 
+// walk evaluates the properties along one walk (in bounds by
+// construction), keeping the walk's prefix as the witness.
+func (t *sometimesTracker) walk(m *Model, steps []Step) {
+	for k := range t.props {
+		if t.found[k].Load() {
+			continue
+		}
+		p := &t.props[k]
+		for n, st := range steps {
+			if !m.InBounds(st.State) {
+				break
+			}
+			hit := (p.State != nil && p.State(m, st.State)) ||
+				(p.Step != nil && n > 0 && p.Step(m, steps[n-1].State, st.Label, st.State))
+			if hit {
+				t.mu.Lock()
+				if !t.res[k].Found {
+					t.res[k] = Reachability{Name: p.Name, Found: true, witnessTrace: append([]Step(nil), steps[:n+1]...)}
+					t.found[k].Store(true)
+				}
+				t.mu.Unlock()
+				break
+			}
+		}
+	}
+}
+
 func (t *sometimesTracker) results() []Reachability {
 	t.mu.Lock()
 	defer t.mu.Unlock()

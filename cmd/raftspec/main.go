@@ -136,17 +136,8 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "Finished in %v: %d states generated, %d distinct states found, depth %d.\n",
 		res.Elapsed.Round(time.Millisecond), res.Generated, res.Distinct, res.Depth)
-	for _, r := range res.Reached {
-		status := "unreached"
-		if r.Found {
-			status = "reached"
-		}
-		fmt.Fprintf(stdout, "sometimes %-24s %s\n", r.Name, status)
-		if r.Found && *witnessDir != "" {
-			if err := m.WriteTraceFile(filepath.Join(*witnessDir, r.Name+".ndjson"), r.Witness()); err != nil {
-				return err
-			}
-		}
+	if err := reportReached(m, res.Reached, *witnessDir, stdout); err != nil {
+		return err
 	}
 	if v := res.Violation; v != nil {
 		path := *tracePath
@@ -198,6 +189,8 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	invariant := fs.String("invariant", "", "check only this invariant")
 	tracePath := fs.String("trace", "", "where to write a counterexample (default: a new file in the temp dir)")
 	traceDir := fs.String("trace-dir", "", "write every walk as a trace into this directory")
+	sometimes := fs.String("sometimes", "", "comma-separated reachability properties some walk must reach (or 'all'); unreached fails the run")
+	witnessDir := fs.String("witness-dir", "", "write a walk prefix reaching each reached property into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -225,6 +218,9 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		return writeErr
 	}
 	fmt.Fprintf(stderr, "Finished in %v.\n", time.Since(start).Round(time.Millisecond))
+	if err := reportReached(m, res.Reached, *witnessDir, stdout); err != nil {
+		return err
+	}
 	if v := res.Violation; v != nil {
 		path := *tracePath
 		if path == "" {
@@ -242,7 +238,31 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, res.Summary(path))
 		return exitError(1)
 	}
+	if *sometimes != "" {
+		if err := spec.CheckReached(res.Reached, strings.Split(*sometimes, ",")); err != nil {
+			fmt.Fprintln(stderr, "Error:", err)
+			fmt.Fprintln(stdout, strings.Replace(res.Summary(""), "result=ok", "result=unreachable", 1))
+			return exitError(1)
+		}
+	}
 	fmt.Fprintln(stdout, res.Summary(""))
+	return nil
+}
+
+// reportReached prints the reachability table and writes witnesses.
+func reportReached(m *spec.Model, reached []spec.Reachability, witnessDir string, stdout io.Writer) error {
+	for _, r := range reached {
+		status := "unreached"
+		if r.Found {
+			status = "reached"
+		}
+		fmt.Fprintf(stdout, "sometimes %-24s %s\n", r.Name, status)
+		if r.Found && witnessDir != "" {
+			if err := m.WriteTraceFile(filepath.Join(witnessDir, r.Name+".ndjson"), r.Witness()); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
