@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run explore tlc bench fuzz clean
+.PHONY: all build test test-go test-race test-tlc check run explore bugs tlc bench clean
 
 all: build
 
@@ -39,10 +39,19 @@ run: build
 	$(BIN)/raftspec explore -profile raft -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2
 	$(BIN)/raftspec explore -profile durable -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1
 
-## explore: the documented exhaustive bounds (docs/explorer.md); override with ARGS=...
-ARGS ?= -profile durable -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1 -workers 2
+## explore: the durable profile with every fix on, exhaustively at the bounds
+## docs/explorer.md documents, then 10^4 seeded walks at the full bounds.
+EXPLORE_BOUNDS  := -profile durable -servers 3 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 1 -corruptions 1
+EXPLORE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
+FULL_BOUNDS     := -profile durable -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1
+FULL_REACHED    := LeaderElected,EntryCommitted,FollowerLearnsCommit,ConflictTruncates,StaleResponseDropped,TwoLeadersElected,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked,FenceReleased,LeaderAfterCorruption
 explore: build
-	$(BIN)/raftspec explore $(ARGS)
+	$(BIN)/raftspec explore $(EXPLORE_BOUNDS) -workers 2 -progress 30s -sometimes $(EXPLORE_REACHED)
+	$(BIN)/raftspec simulate $(FULL_BOUNDS) -walks 10000 -depth 100 -workers 2 -sometimes $(FULL_REACHED)
+
+## bugs: replay every failure story (scripts/bugs.sh; 10-20 minutes).
+bugs:
+	./scripts/bugs.sh
 
 ## tlc: every TLC model check and trace validation (needs Java + tla2tools.jar).
 tlc:
