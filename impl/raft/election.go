@@ -69,6 +69,7 @@ func (n *Node) campaign(transfer bool) {
 	if n.tr != nil {
 		n.tr.event("Timeout", None, nil, "")
 	}
+	n.dropPendingAcks() // of the old term: never acknowledged now
 	lastTerm, lastIndex := n.advertise()
 	self := Message{Type: MsgVote, From: n.id, To: n.id, Term: n.hs.Term, LastLogTerm: lastTerm, LastLogIndex: lastIndex}
 	if n.tr != nil {

@@ -1,0 +1,67 @@
+// Package raft is the production protocol core: a Raft replicated log in
+// which an acknowledgment means the write is fdatasync'd on a majority. It
+// implements the protocol of spec/ (profile durable, with the production
+// actions of spec/production.go) and proves it run by run: every step it
+// takes can be written as a trace/ event, and spec.CheckTrace (and TLC's
+// trace validation) replays the traces.
+//
+// # Shape
+//
+// A [Node] is a pure state machine in the manner of etcd-io/raft: no I/O,
+// no goroutine, no clock (TestCoreIsPure checks the imports). Inputs:
+// [Node.Step] (a message), [Node.Tick] (time), [Node.Propose],
+// [Node.ReadIndex], [Node.TransferLeadership], [Node.Campaign], and
+// [Node.Advance] (what the WAL made durable, or that it failed). Outputs
+// come in a [Ready]: the hard state and entries to persist, the messages
+// that may leave at once and those that wait for persistence, the committed
+// entries to apply, read states and operator alerts. Older entries are read
+// back through [Storage], which the core defines; [MemoryStorage] is one.
+// The caller's recovered state enters through [Boot]; the core does not
+// import impl/wal.
+//
+// # The durable rules (docs/durable-raft.md)
+//
+//   - The leader counts itself in the commit quorum only up to its durable
+//     index; a follower acknowledges an AppendEntries only once every entry
+//     it carries is durable (the acknowledgment waits; nothing else does).
+//   - A candidate advertises its durable tip; a voter grants only if that
+//     tip is at least its own durable tip in Raft's order and its index
+//     reaches the voter's learnedCommit; a TRUNCATED member grants no vote.
+//   - learnedCommit, truncatedAtTerm, term and vote are hard state.
+//   - The promotion fence: a TRUNCATED member, or one whose durable index is
+//     below learnedCommit, neither campaigns nor becomes leader; the
+//     TRUNCATED verdict ends only by spec's FenceReleases. The boot policy
+//     decision table of seed 000 (boot.go) classifies the member on every
+//     tick; a fence lasting without a leader is the loud permanent fence,
+//     reported every Config.AlertTicks. The node never exits.
+//   - A failed WAL: the node acknowledges nothing, grants no vote, steps
+//     down, and says so, until it restarts.
+//
+// # What a production Raft adds
+//
+// Many entries per AppendEntries (Config.MaxMsgEntries, MaxMsgBytes);
+// pipelining with flow control (probe and replicate states, an inflight
+// window per follower); the leader's AppendEntries leave before its own
+// write is durable; proposals between two Readies go out in one batch; fast
+// back-off by the follower's (index, term) hint; heartbeats at the leader's
+// last index; randomized election timeouts from Config.Rand; pre-vote and
+// check-quorum; ReadIndex and an opt-in lease read (read.go states its
+// clock assumption); leadership transfer. Every field of every message is
+// validated at the gate ([Validate]); [MarshalMessage] and
+// [UnmarshalMessage] are the strict wire encoding.
+//
+// # Refinement
+//
+// docs/refinement.md maps every step of the core to spec actions, names the
+// variables a trace is compared on, and lists the conditions the driver
+// must meet. Config.Trace turns tracing on; nil costs nothing
+// (BenchmarkStepTraceOff: 0 allocations). Config.TestingBugs re-introduces
+// the failures the durable rules prevent, one switch per spec -bug.
+//
+// # Tests
+//
+// testdata/*.txt are scenario scripts run by the harness of package
+// rafttest (interaction_test.go); random_test.go runs seeded randomized
+// clusters with every fault and replays every trace with spec.CheckTrace;
+// bugs_test.go requires each bug switch to fail a scenario.
+package raft
