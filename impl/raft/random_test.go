@@ -21,7 +21,8 @@ func TestRandomized(t *testing.T) {
 	if testing.Short() {
 		seeds = 20
 	}
-	events := 0
+	events, reads := 0, 0
+	actions := map[string]int{}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		c, err := rafttest.RunRandom(rafttest.DefaultRandom(seed))
 		if err != nil {
@@ -35,8 +36,25 @@ func TestRandomized(t *testing.T) {
 			t.Errorf("seed %d: spec.CheckTrace rejects the trace (%d events): %v", seed, len(c.Events), err)
 		}
 		events += len(c.Events)
+		reads += c.ReadsAnswered
+		for _, e := range c.Events {
+			actions[e.Action+"/"+e.Branch]++
+		}
 	}
-	t.Logf("%d seeds, %d events, all traces accepted", seeds, events)
+	t.Logf("%d seeds, %d events, all traces accepted; %d reads answered; steps: %v", seeds, events, reads, actions)
+	// Coverage: every kind of step the core takes happened somewhere.
+	for _, a := range []string{"Crash/", "Corrupt/", "Flush/", "FlushTo/", "StepDown/", "UpdateTerm/", "DropStaleResponse/",
+		"DuplicateMessage/", "DropMessage/", "BecomeLeader/", "AdvanceCommitIndex/", "SendAppendEntries/",
+		"HandleAppendEntriesBatch/reject", "HandleAppendEntriesBatch/conflict", "HandleAppendEntriesBatch/append",
+		"HandleAppendEntriesBatch/already-done", "HandleAppendEntriesBatch/return-to-follower",
+		"HandleAppendEntriesResponseMax/", "HandleRequestVoteRequest/", "HandleRequestVoteResponse/"} {
+		if actions[a] == 0 {
+			t.Errorf("no randomized run took %s", a)
+		}
+	}
+	if reads == 0 {
+		t.Error("no read answered")
+	}
 }
 
 var writeTraces = flag.Bool("write-impl-traces", false, "rewrite tla/traces/impl/ from the scenarios and seeds below")

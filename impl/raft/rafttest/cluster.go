@@ -80,7 +80,9 @@ type Cluster struct {
 	acks     map[uint64]acked          // index -> acknowledged entry
 	leaders  map[uint64]raft.NodeID    // term -> leader ever elected
 	applied  map[uint64]string         // index -> "term/data" applied anywhere
-	reads    map[string]raft.ReadState // ctx -> answered read
+	reads    map[string]uint64 // ctx -> the highest acknowledged index when the read was asked
+	// Counts of what happened, for the randomized runs' coverage checks.
+	ReadsAnswered int
 	crashes  int
 	corrupts int
 }
@@ -91,7 +93,7 @@ func NewCluster(o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("rafttest: %d nodes, want 1..9", o.N)
 	}
 	c := &Cluster{Opts: o, Blocked: map[[2]raft.NodeID]bool{}, rng: rand.New(rand.NewPCG(o.Seed, 0x5eed)),
-		acks: map[uint64]acked{}, leaders: map[uint64]raft.NodeID{}, applied: map[uint64]string{}, reads: map[string]raft.ReadState{}}
+		acks: map[uint64]acked{}, leaders: map[uint64]raft.NodeID{}, applied: map[uint64]string{}, reads: map[string]uint64{}}
 	if o.Trace {
 		c.Events = append(c.Events, trace.Event{V: trace.Version, Action: "Init", Config: raft.TraceConfig(o.N, o.Bugs)})
 	}
@@ -189,7 +191,7 @@ func (c *Cluster) handle(sn *SimNode) {
 		}
 		for _, rs := range rd.ReadStates {
 			c.logf("n%d read %q at index %d", sn.ID, rs.Context, rs.Index)
-			c.reads[string(rs.Context)] = rs
+			c.answerRead(rs)
 		}
 		for _, a := range rd.Alerts {
 			c.logf("n%d ALERT %v", sn.ID, a)
@@ -238,6 +240,34 @@ func (c *Cluster) apply(sn *SimNode, e raft.Entry) {
 		a.commitTerm = min(a.commitTerm, sn.Node.Status().HardState.Term)
 	}
 	c.acks[e.Index] = a
+}
+
+// ReadIndex asks id for a linearizable read. The answer must cover every
+// entry acknowledged before the question (Linearizability of reads).
+func (c *Cluster) ReadIndex(id raft.NodeID, ctx string) error {
+	sn := c.Node(id)
+	if sn == nil || sn.Node == nil {
+		return fmt.Errorf("n%d is down", id)
+	}
+	c.reads[ctx] = c.maxAcked()
+	err := sn.Node.ReadIndex([]byte(ctx))
+	c.handle(sn)
+	return err
+}
+
+func (c *Cluster) maxAcked() uint64 {
+	var m uint64
+	for i := range c.acks {
+		m = max(m, i)
+	}
+	return m
+}
+
+func (c *Cluster) answerRead(rs raft.ReadState) {
+	c.ReadsAnswered++
+	if want, ok := c.reads[string(rs.Context)]; ok && rs.Index < want {
+		c.violation("ReadIndex: read %q answered at index %d, below the acknowledged index %d at the time of the read", rs.Context, rs.Index, want)
+	}
 }
 
 func (c *Cluster) violation(format string, args ...any) {

@@ -378,14 +378,9 @@ func (e *Env) handleRead(c Cmd) error {
 	if len(c.Args) < 2 {
 		return fmt.Errorf("read: missing context")
 	}
-	sn := e.C.Node(id)
-	if sn.Node == nil {
-		return fmt.Errorf("n%d is down", id)
-	}
-	if err := sn.Node.ReadIndex([]byte(c.Args[1])); err != nil {
+	if err := e.C.ReadIndex(id, c.Args[1]); err != nil {
 		e.C.logf("n%d: %v", id, err)
 	}
-	e.C.handle(sn)
 	return nil
 }
 

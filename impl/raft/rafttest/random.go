@@ -80,8 +80,7 @@ func RunRandom(o RandomOptions) (*Cluster, error) {
 			}
 		case r < 835:
 			if l := c.Leader(); l != nil {
-				_ = l.Node.ReadIndex([]byte(fmt.Sprintf("r%d", step)))
-				c.handle(l)
+				_ = c.ReadIndex(l.ID, fmt.Sprintf("r%d", step))
 			}
 		case r < 842:
 			if l := c.Leader(); l != nil {
