@@ -76,15 +76,15 @@ type Cluster struct {
 	Out        strings.Builder // what scenario commands print
 	Violations []string
 
-	rng      *rand.Rand
-	acks     map[uint64]acked          // index -> acknowledged entry
-	leaders  map[uint64]raft.NodeID    // term -> leader ever elected
-	applied  map[uint64]string         // index -> "term/data" applied anywhere
-	reads    map[string]uint64 // ctx -> the highest acknowledged index when the read was asked
+	rng     *rand.Rand
+	acks    map[uint64]acked       // index -> acknowledged entry
+	leaders map[uint64]raft.NodeID // term -> leader ever elected
+	applied map[uint64]string      // index -> "term/data" applied anywhere
+	reads   map[string]uint64      // ctx -> the highest acknowledged index when the read was asked
 	// Counts of what happened, for the randomized runs' coverage checks.
 	ReadsAnswered int
-	crashes  int
-	corrupts int
+	crashes       int
+	corrupts      int
 }
 
 // NewCluster starts n fresh nodes.
