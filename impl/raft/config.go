@@ -38,22 +38,22 @@ type Config struct {
 
 	// Replication limits: entries and data bytes per AppendEntries, and
 	// AppendEntries in flight per follower (count and bytes).
-	MaxMsgEntries    int
-	MaxMsgBytes      uint64
-	MaxInflightMsgs  int
-	MaxInflightBytes uint64
-	// MaxEntryBytes bounds one proposal; MaxUncommittedBytes bounds the data
+	MsgEntriesMax    int
+	MsgBytesMax      uint64
+	InflightMsgsMax  int
+	InflightBytesMax uint64
+	// EntryBytesMax bounds one proposal; UncommittedBytesMax bounds the data
 	// proposed but not yet committed (proposals beyond it are dropped).
-	MaxEntryBytes       uint64
-	MaxUncommittedBytes uint64
-	// MaxCacheBytes bounds the entries kept in memory after they were
+	EntryBytesMax       uint64
+	UncommittedBytesMax uint64
+	// CacheBytesMax bounds the entries kept in memory after they were
 	// handed to the WAL; older ones are read back through Storage.
-	MaxCacheBytes uint64
-	// MaxApplyBytes bounds the committed entries of one Ready.
-	MaxApplyBytes uint64
-	// MaxPendingAcks bounds the AppendEntries a follower keeps waiting for
+	CacheBytesMax uint64
+	// ApplyBytesMax bounds the committed entries of one Ready.
+	ApplyBytesMax uint64
+	// PendingAcksMax bounds the AppendEntries a follower keeps waiting for
 	// durability before it acknowledges them.
-	MaxPendingAcks int
+	PendingAcksMax int
 	// AlertTicks is how often a lasting condition (a fence, a failed WAL) is
 	// reported again; CatchUpTicks is how long a fenced member waits to hear
 	// from a leader before it reports the loud permanent fence.
@@ -82,15 +82,15 @@ func (c *Config) withDefaults() {
 	}
 	setInt(&c.ElectionTick, 10)
 	setInt(&c.HeartbeatTick, 1)
-	setInt(&c.MaxMsgEntries, 256)
-	setU(&c.MaxMsgBytes, 1<<20)
-	setInt(&c.MaxInflightMsgs, 64)
-	setU(&c.MaxInflightBytes, 8<<20)
-	setU(&c.MaxEntryBytes, 1<<20)
-	setU(&c.MaxUncommittedBytes, 64<<20)
-	setU(&c.MaxCacheBytes, 4<<20)
-	setU(&c.MaxApplyBytes, 4<<20)
-	setInt(&c.MaxPendingAcks, 256)
+	setInt(&c.MsgEntriesMax, 256)
+	setU(&c.MsgBytesMax, 1<<20)
+	setInt(&c.InflightMsgsMax, 64)
+	setU(&c.InflightBytesMax, 8<<20)
+	setU(&c.EntryBytesMax, 1<<20)
+	setU(&c.UncommittedBytesMax, 64<<20)
+	setU(&c.CacheBytesMax, 4<<20)
+	setU(&c.ApplyBytesMax, 4<<20)
+	setInt(&c.PendingAcksMax, 256)
 	setInt(&c.AlertTicks, 10*c.ElectionTick)
 	setInt(&c.CatchUpTicks, 3*c.ElectionTick)
 }
@@ -109,10 +109,10 @@ func (c *Config) validate() error {
 		return errors.New("raft: config: no Storage")
 	case c.LeaseRead && !c.CheckQuorum:
 		return errors.New("raft: config: LeaseRead needs CheckQuorum")
-	case c.MaxMsgEntries < 1 || c.MaxInflightMsgs < 1 || c.MaxPendingAcks < 1:
+	case c.MsgEntriesMax < 1 || c.InflightMsgsMax < 1 || c.PendingAcksMax < 1:
 		return errors.New("raft: config: message, inflight and pending-ack limits must be positive")
-	case c.MaxEntryBytes > c.MaxMsgBytes:
-		return fmt.Errorf("raft: config: MaxEntryBytes %d exceeds MaxMsgBytes %d", c.MaxEntryBytes, c.MaxMsgBytes)
+	case c.EntryBytesMax > c.MsgBytesMax:
+		return fmt.Errorf("raft: config: EntryBytesMax %d exceeds MsgBytesMax %d", c.EntryBytesMax, c.MsgBytesMax)
 	}
 	seen := map[NodeID]bool{}
 	for _, id := range c.Voters {

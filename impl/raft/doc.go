@@ -39,7 +39,7 @@
 //
 // # What a production Raft adds
 //
-// Many entries per AppendEntries (Config.MaxMsgEntries, MaxMsgBytes);
+// Many entries per AppendEntries (Config.MsgEntriesMax, MsgBytesMax);
 // pipelining with flow control (probe and replicate states, an inflight
 // window per follower); the leader's AppendEntries leave before its own
 // write is durable; proposals between two Readies go out in one batch; fast

@@ -53,7 +53,7 @@ func (n *Node) handleApp(m Message) {
 		n.ackApp(&m)
 		return
 	}
-	if len(n.pendingAcks) >= n.cfg.MaxPendingAcks {
+	if len(n.pendingAcks) >= n.cfg.PendingAcksMax {
 		n.traceDrop(&n.pendingAcks[0])
 		n.pendingAcks = n.pendingAcks[1:]
 	}

@@ -120,7 +120,7 @@ func (n *Node) bootLog(boot Boot) error {
 		return fmt.Errorf("raft: boot: term of the compaction base %d: %w", first-1, err)
 	}
 	l := &n.log
-	*l = raftLog{storage: st, first: first, baseTerm: baseTerm, last: first - 1, cacheMax: n.cfg.MaxCacheBytes}
+	*l = raftLog{storage: st, first: first, baseTerm: baseTerm, last: first - 1, cacheMax: n.cfg.CacheBytesMax}
 	prevTerm := baseTerm
 	for i := first; i <= last; {
 		t, err := st.Term(i)
@@ -230,12 +230,12 @@ func (n *Node) Propose(data ...[]byte) (uint64, error) {
 	}
 	var size uint64
 	for _, d := range data {
-		if uint64(len(d)) > n.cfg.MaxEntryBytes {
+		if uint64(len(d)) > n.cfg.EntryBytesMax {
 			return 0, ErrProposalTooLarge
 		}
 		size += uint64(len(d))
 	}
-	if n.uncommittedBytes+size > n.cfg.MaxUncommittedBytes && n.uncommittedBytes > 0 {
+	if n.uncommittedBytes+size > n.cfg.UncommittedBytesMax && n.uncommittedBytes > 0 {
 		return 0, ErrProposalDropped
 	}
 	if n.log.last+uint64(len(data)) > IndexMax {
@@ -411,7 +411,7 @@ func (n *Node) Ready() Ready {
 	rd.Entries = n.log.unstable
 	n.log.handOff()
 	if n.log.committed > n.log.applied {
-		ents, err := n.log.entries(n.log.applied+1, n.log.committed+1, n.cfg.MaxApplyBytes)
+		ents, err := n.log.entries(n.log.applied+1, n.log.committed+1, n.cfg.ApplyBytesMax)
 		if err != nil {
 			n.alert(AlertStorage, "reading committed entries (%d, %d]: %v", n.log.applied, n.log.committed, err)
 		} else if len(ents) > 0 {

@@ -72,7 +72,7 @@ func (pr *progress) becomeReplicate() {
 
 // full reports whether the inflight window is used up.
 func (pr *progress) full(c *Config) bool {
-	return len(pr.inflights) >= c.MaxInflightMsgs || (c.MaxInflightBytes > 0 && pr.inflightBytes >= c.MaxInflightBytes)
+	return len(pr.inflights) >= c.InflightMsgsMax || (c.InflightBytesMax > 0 && pr.inflightBytes >= c.InflightBytesMax)
 }
 
 // paused reports whether the leader must not send entries now.

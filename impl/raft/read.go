@@ -30,8 +30,8 @@ type pendingRead struct {
 	round uint64
 }
 
-// MaxReadContextBytes bounds a ReadIndex request context.
-const MaxReadContextBytes = 1 << 10
+// ReadContextBytesMax bounds a ReadIndex request context.
+const ReadContextBytesMax = 1 << 10
 
 // ReadIndex requests a linearizable read. The answer comes as a ReadState
 // in a later Ready, carrying ctx. Only the leader answers (ErrNotLeader
@@ -43,7 +43,7 @@ func (n *Node) ReadIndex(ctx []byte) error {
 		return ErrWALFailed
 	case n.role != RoleLeader:
 		return ErrNotLeader
-	case len(ctx) > MaxReadContextBytes:
+	case len(ctx) > ReadContextBytesMax:
 		return errors.New("raft: read context too large")
 	}
 	r := pendingRead{ctx: append([]byte(nil), ctx...)}

@@ -83,8 +83,8 @@ func (n *Node) bcastHeartbeat() {
 	}
 }
 
-// sendAppend sends pr the entries from pr.next on, at most MaxMsgEntries
-// and MaxMsgBytes, unless flow control pauses it: spec SendAppendEntries
+// sendAppend sends pr the entries from pr.next on, at most MsgEntriesMax
+// and MsgBytesMax, unless flow control pauses it: spec SendAppendEntries
 // with prev = next-1. In probe an empty message is sent too: it finds
 // where the follower's log matches.
 func (n *Node) sendAppend(pr *progress) {
@@ -95,8 +95,8 @@ func (n *Node) sendAppend(pr *progress) {
 	if lo > n.log.last && pr.state == stateReplicate {
 		return
 	}
-	hi := min(n.log.last+1, lo+uint64(n.cfg.MaxMsgEntries))
-	ents, err := n.log.entries(lo, hi, n.cfg.MaxMsgBytes)
+	hi := min(n.log.last+1, lo+uint64(n.cfg.MsgEntriesMax))
+	ents, err := n.log.entries(lo, hi, n.cfg.MsgBytesMax)
 	if err != nil {
 		if errors.Is(err, ErrCompacted) {
 			n.alert(AlertStorage, "follower %d needs entries from %d, compacted (snapshots are not supported)", pr.id, lo)

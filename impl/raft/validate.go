@@ -12,7 +12,7 @@ import (
 // carry are zero (strict on the wire: one flipped bit does not pass as
 // another message); an AppendEntries' entries are contiguous from
 // PrevLogIndex+1, of terms within [PrevLogTerm, Term], no more than
-// MaxMsgEntries and MaxMsgBytes; its commit index does not exceed its last
+// MsgEntriesMax and MsgBytesMax; its commit index does not exceed its last
 // entry. What depends on the local log (a match index beyond the leader's
 // log, a hint beyond it) is checked, or clamped to the local frontier, by
 // the handlers.
@@ -83,8 +83,8 @@ func validateApp(m *Message, c *Config) error {
 	if m.PrevLogIndex > IndexMax || m.PrevLogTerm > m.Term || (m.PrevLogIndex == 0) != (m.PrevLogTerm == 0) {
 		return fmt.Errorf("prev %d/%d at term %d", m.PrevLogTerm, m.PrevLogIndex, m.Term)
 	}
-	if len(m.Entries) > c.MaxMsgEntries {
-		return fmt.Errorf("%d entries, at most %d", len(m.Entries), c.MaxMsgEntries)
+	if len(m.Entries) > c.MsgEntriesMax {
+		return fmt.Errorf("%d entries, at most %d", len(m.Entries), c.MsgEntriesMax)
 	}
 	last := m.PrevLogIndex + uint64(len(m.Entries))
 	if last > IndexMax {
@@ -100,13 +100,13 @@ func validateApp(m *Message, c *Config) error {
 			return fmt.Errorf("entry %d has term %d, want [%d, %d]", e.Index, e.Term, term, m.Term)
 		}
 		term = e.Term
-		if uint64(len(e.Data)) > c.MaxEntryBytes {
+		if uint64(len(e.Data)) > c.EntryBytesMax {
 			return fmt.Errorf("entry %d of %d bytes", e.Index, len(e.Data))
 		}
 		size += uint64(len(e.Data))
 	}
-	if size > c.MaxMsgBytes {
-		return fmt.Errorf("%d bytes of entries, at most %d", size, c.MaxMsgBytes)
+	if size > c.MsgBytesMax {
+		return fmt.Errorf("%d bytes of entries, at most %d", size, c.MsgBytesMax)
 	}
 	if m.Commit > last || m.Commit > m.LeaderCommit || m.LeaderCommit > IndexMax {
 		return fmt.Errorf("commit %d, leader commit %d, last entry %d", m.Commit, m.LeaderCommit, last)

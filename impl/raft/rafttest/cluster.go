@@ -50,9 +50,9 @@ type Options struct {
 	CheckQuorum bool
 	LeaseRead   bool
 	Bugs        raft.Bug
-	// MaxMsgEntries, MaxInflightMsgs: small values exercise batching and
+	// MsgEntriesMax, InflightMsgsMax: small values exercise batching and
 	// flow control.
-	MaxMsgEntries, MaxInflightMsgs int
+	MsgEntriesMax, InflightMsgsMax int
 	ElectionTick, HeartbeatTick    int
 	Trace                          bool
 }
@@ -132,7 +132,7 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 	cfg := raft.Config{ID: sn.ID, Voters: c.voters(), ElectionTick: o.ElectionTick, HeartbeatTick: o.HeartbeatTick,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(sn.ID)<<32, uint64(sn.boots))),
 		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead,
-		MaxMsgEntries: o.MaxMsgEntries, MaxInflightMsgs: o.MaxInflightMsgs,
+		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax,
 		Storage: sn.WAL.Log, TestingBugs: o.Bugs}
 	if cfg.ElectionTick == 0 {
 		cfg.ElectionTick = 10

@@ -188,10 +188,10 @@ func (e *Env) handleCluster(c Cmd) error {
 	}
 	o := Options{N: n, Seed: e.Seed, PreVote: c.has("prevote"), CheckQuorum: c.has("checkquorum"),
 		LeaseRead: c.has("lease"), Bugs: bugs | e.Bugs, Trace: true}
-	if o.MaxMsgEntries, err = c.intKV("entries", 0); err != nil {
+	if o.MsgEntriesMax, err = c.intKV("entries", 0); err != nil {
 		return err
 	}
-	if o.MaxInflightMsgs, err = c.intKV("inflight", 0); err != nil {
+	if o.InflightMsgsMax, err = c.intKV("inflight", 0); err != nil {
 		return err
 	}
 	if o.ElectionTick, err = c.intKV("election", 10); err != nil {

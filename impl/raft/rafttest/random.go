@@ -16,7 +16,7 @@ type RandomOptions struct {
 	Drops, Dups, Crashes, Corruptions, Partitions, WALFailures bool
 	PreVote, CheckQuorum                                       bool
 	// Small batches and windows exercise batching and flow control.
-	MaxMsgEntries, MaxInflightMsgs int
+	MsgEntriesMax, InflightMsgsMax int
 	Bugs                           raft.Bug
 	// Log, when set, receives what each step printed.
 	Log func(step int, out string)
@@ -26,7 +26,7 @@ type RandomOptions struct {
 func DefaultRandom(seed uint64) RandomOptions {
 	return RandomOptions{N: 3 + int(seed%3), Seed: seed, Steps: 400,
 		Drops: true, Dups: true, Crashes: true, Corruptions: true, Partitions: true, WALFailures: true,
-		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MaxMsgEntries: 2 * int(seed/2%2), MaxInflightMsgs: 1 + int(seed%4)}
+		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 2 * int(seed/2%2), InflightMsgsMax: 1 + int(seed%4)}
 }
 
 // RunRandom runs one seeded randomized behaviour: message delivery in
@@ -38,7 +38,7 @@ func DefaultRandom(seed uint64) RandomOptions {
 // one more entry.
 func RunRandom(o RandomOptions) (*Cluster, error) {
 	c, err := NewCluster(Options{N: o.N, Seed: o.Seed, PreVote: o.PreVote, CheckQuorum: o.CheckQuorum,
-		MaxMsgEntries: o.MaxMsgEntries, MaxInflightMsgs: o.MaxInflightMsgs, ElectionTick: 6, Bugs: o.Bugs, Trace: true})
+		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax, ElectionTick: 6, Bugs: o.Bugs, Trace: true})
 	if err != nil {
 		return nil, err
 	}
