@@ -83,7 +83,7 @@ func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
 
 func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, int64, *Violation) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-	weights := swarmWeights(rng)
+	weights := swarmWeights(rng, m)
 	s := m.Init()
 	steps := []Step{{State: s}}
 	for _, inv := range invs {
@@ -128,9 +128,15 @@ func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, i
 // swarmWeights draws, once per walk, a weight for each action: 1, 4 or 16
 // with equal chance. Walks that favour different actions reach different
 // corners of the state space ("swarm testing"); no action is ever ruled out.
-func swarmWeights(rng *rand.Rand) [actionEnd]int {
+// Weights are drawn only for the actions the model has, so that adding
+// actions to one profile does not change the walks of the others.
+func swarmWeights(rng *rand.Rand, m *Model) [actionEnd]int {
 	var w [actionEnd]int
-	for a := range w {
+	n := int(ActCorrupt) + 1
+	if m.Production {
+		n = int(actionEnd)
+	}
+	for a := range n {
 		w[a] = 1 << (2 * rng.IntN(3))
 	}
 	return w
