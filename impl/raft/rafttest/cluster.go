@@ -1,11 +1,3 @@
-// Package rafttest runs clusters of impl/raft nodes in memory: a simulated
-// WAL per node whose durable index moves only when told to flush, a
-// network that delivers, drops, duplicates and reorders, crashes that lose
-// unsynced entries, corruptions, partitions — all from one seed, with no
-// goroutine, no clock and no sleep. Every step of every node is written to
-// one trace in the trace/ format, which spec.CheckTrace replays. The
-// scenario scripts of impl/raft/testdata drive it through Handle; the
-// randomized runs through RunRandom.
 package rafttest
 
 import (
