@@ -3,7 +3,8 @@
 #
 #   tla/tlc.sh test          quick subset for CI: the MC configs marked "ci: yes",
 #                            a few traces, every mutated trace
-#   tla/tlc.sh all           every MC config (but "ci: long"), every trace (make tlc)
+#   tla/tlc.sh all           every MC config (but "ci: long"), every trace of tla/traces
+#                            and spec/testdata/counterexamples (make tlc)
 #   tla/tlc.sh long          the MC configs marked "ci: long" (3 servers; many minutes)
 #   tla/tlc.sh mc CFG...     model-check the given MC configs
 #   tla/tlc.sh trace FILE... validate traces; each must be accepted
@@ -142,7 +143,8 @@ test)
 	;;
 all)
 	for cfg in $(configs yes no); do mc "$cfg"; done
-	traces accept "$here"/traces/*.ndjson
+	# and the failure stories spec/ keeps (scripts/bugs.sh writes them)
+	traces accept "$here"/traces/*.ndjson $(ls "$here"/../spec/testdata/counterexamples/*.ndjson 2>/dev/null)
 	traces reject "$here"/traces/mutated/*.ndjson
 	summary
 	;;
