@@ -51,6 +51,7 @@ row truncated-member-votes          LeaderCompleteness explore  truncated-member
 row follower-acks-appended.loss     NoAckedLoss        simulate follower-acks-appended        $S3 -max-log 1 -max-msgs 2 -crashes 1 -invariant NoAckedLoss -walks 100000 -depth 60
 row truncated-member-votes.loss     NoAckedLoss        simulate truncated-member-votes        $FULL -invariant NoAckedLoss -walks 100000 -depth 80 -workers 2
 row candidate-advertises-learned+no-promotion-fence NoAckedLoss simulate candidate-advertises-learned,no-promotion-fence $S3 -max-log 2 -max-msgs 2 -walks 300000 -depth 70 -workers 2
+row self-counts-appended+no-voter-learned-floor.loss NoAckedLoss simulate self-counts-appended,no-voter-learned-floor $S3 -max-log 1 -max-msgs 2 -crashes 1 -invariant NoAckedLoss -walks 300000 -depth 60 -workers 2
 
 # Defence in depth: no violation alone, exhaustively at the durable
 # profile's exhaustive bounds and in walks at the full bounds.
