@@ -163,9 +163,6 @@ func searchStep(m *spec.Model, maxStates int, pred func(pre *spec.State, l spec.
 	return nil, errors.New("no such step within the bounds")
 }
 
-// storiesDir holds spec/'s committed failure stories, relative to tla/.
-const storiesDir = "../spec/testdata/counterexamples"
-
 // stepKinds counts the distinct actions (with their branch) of a walk.
 func stepKinds(steps []spec.Step) int {
 	kinds := map[[2]int]bool{}
@@ -308,15 +305,7 @@ func Generate() ([]TraceFile, error) {
 	for _, f := range out {
 		byName[f.Name] = f.Data
 	}
-	// The failure stories spec/ keeps (scripts/bugs.sh), as sources of
-	// mutations only: tlc.sh validates the originals where they are.
-	for _, story := range []string{"truncated-member-votes.loss.ndjson", "follower-acks-appended.loss.ndjson"} {
-		data, err := os.ReadFile(filepath.Join(storiesDir, story))
-		if err != nil {
-			return nil, err
-		}
-		byName["story:"+story] = data
-	}
+
 	mutations := []struct {
 		name, from string
 		edit       func([]trace.Event) ([]trace.Event, error)
@@ -332,10 +321,6 @@ func Generate() ([]TraceFile, error) {
 			"a follower acknowledges an entry it has not flushed: legal only under bug follower-acks-appended"},
 		{"truncated-member-votes.ndjson", "bug-truncated-member-votes-grant.ndjson", WithoutBugs,
 			"a TRUNCATED member grants a vote: the settled rule forbids it until the member is repaired"},
-		{"truncated-member-votes-loss-story.ndjson", "story:truncated-member-votes.loss.ndjson", WithoutBugs,
-			"spec's story of an acknowledged write lost through a TRUNCATED member's vote, replayed under the settled rule"},
-		{"ack-before-fsync-loss-story.ndjson", "story:follower-acks-appended.loss.ndjson", WithoutBugs,
-			"spec's story of an acknowledged write lost through acks before fsync, replayed with the fix on"},
 	}
 	for _, mu := range mutations {
 		src, ok := byName[mu.from]
