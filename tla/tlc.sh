@@ -16,7 +16,6 @@
 # same bounds (tla/tlc_test.go keeps it current); TLC must report the same.
 set -uo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-test}
 [ $# -gt 0 ] && shift
 
@@ -33,6 +32,7 @@ if [ -n "$reason" ]; then
 	exit 1
 fi
 
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tlc.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results
