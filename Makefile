@@ -33,11 +33,16 @@ test-race:
 test-tlc:
 	@./tla/tlc.sh test
 
-## run: the project's main job. Until raftd exists: the explorer on a small
-## model of each profile, saying what it checked.
+## run: the project's main job. Until raftd exists: the model checker on a
+## small model of each profile (every state, saying what it checked), then
+## random walks deep enough for the corruption stories to end.
 run: build
+	@echo "== raft.tla itself, every reachable state (TLC finds 15254 distinct / 152835 generated)"
 	$(BIN)/raftspec explore -profile raft -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2
+	@echo "== the durable profile, every reachable state: 2 servers, a crash and a corruption"
 	$(BIN)/raftspec explore -profile durable -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1
+	@echo "== the durable profile, 2000 random walks: 3 servers to term 3, a crash and a corruption"
+	$(BIN)/raftspec simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -workers 2 -sometimes MemberTruncated,TruncatedVoterAsked,FenceReleased,LeaderAfterCorruption
 
 ## explore: the durable profile with every fix on, exhaustively at the bounds
 ## docs/explorer.md documents, then 10^4 seeded walks at the full bounds.

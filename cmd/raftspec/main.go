@@ -129,6 +129,9 @@ func explore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "raftspec explore: %v, workers=%d\n", m.Config, *workers)
+	if err := printInvariants(m, *invariant, stderr); err != nil {
+		return err
+	}
 	res, err := spec.Explore(m, spec.Options{Workers: *workers, Invariant: *invariant,
 		Progress: stderr, ProgressEvery: *progress, MaxDistinct: *maxDistinct})
 	if err != nil {
@@ -199,6 +202,9 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "raftspec simulate: %v, walks=%d depth=%d seed=%d\n", m.Config, *walks, *depth, *seed)
+	if err := printInvariants(m, *invariant, stderr); err != nil {
+		return err
+	}
 	opt := spec.SimOptions{Walks: *walks, Depth: *depth, Seed: *seed, Invariant: *invariant, Workers: *workers}
 	var writeErr error
 	if *traceDir != "" {
@@ -246,6 +252,20 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintln(stdout, res.Summary(""))
+	return nil
+}
+
+// printInvariants says which invariants the run checks.
+func printInvariants(m *spec.Model, only string, w io.Writer) error {
+	invs, err := m.InvariantsFor(only)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, inv := range invs {
+		names = append(names, inv.Name)
+	}
+	fmt.Fprintf(w, "checking invariants: %s\n", strings.Join(names, ", "))
 	return nil
 }
 
