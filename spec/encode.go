@@ -45,11 +45,32 @@ func (e *encoder) message(m *Message) {
 
 // Encode appends the canonical encoding of s to b.
 func (m *Model) Encode(b []byte, s *State) []byte {
+	return m.encode(b, s, true)
+}
+
+// EncodeProtocol appends an encoding of the protocol variables of s only:
+// the history variables (elections, allLogs, voterLog, committed, and every
+// message's mlog) are left out. No action's enabling condition or effect
+// on the protocol variables reads a history variable, so two states with
+// equal protocol encodings have the same futures, up to history. The trace
+// checker merges such states.
+func (m *Model) EncodeProtocol(b []byte, s *State) []byte {
+	return m.encode(b, s, false)
+}
+
+func (m *Model) encode(b []byte, s *State, history bool) []byte {
 	e := encoder{b: b}
 	e.uvar(len(s.Messages))
 	for k := range s.Messages {
-		e.message(&s.Messages[k].M)
+		msg := s.Messages[k].M
+		if !history {
+			msg.Mlog = ""
+		}
+		e.message(&msg)
 		e.u8(s.Messages[k].N)
+	}
+	if !history {
+		return m.encodeProtocolVars(e, s, history)
 	}
 	e.uvar(len(s.Elections))
 	for k := range s.Elections {
@@ -64,6 +85,10 @@ func (m *Model) Encode(b []byte, s *State) []byte {
 	for _, l := range s.AllLogs {
 		e.log(l)
 	}
+	return m.encodeProtocolVars(e, s, history)
+}
+
+func (m *Model) encodeProtocolVars(e encoder, s *State, history bool) []byte {
 	for _, i := range m.servers {
 		e.u8(s.CurrentTerm[i])
 		e.u8(uint8(s.State[i]))
@@ -72,7 +97,9 @@ func (m *Model) Encode(b []byte, s *State) []byte {
 		e.u8(s.CommitIndex[i])
 		e.set(uint8(s.VotesResponded[i]))
 		e.set(uint8(s.VotesGranted[i]))
-		e.log(Log(s.VoterLog[i]))
+		if history {
+			e.log(Log(s.VoterLog[i]))
+		}
 		for _, j := range m.servers {
 			e.u8(s.NextIndex[i][j])
 			e.u8(s.MatchIndex[i][j])
@@ -85,11 +112,13 @@ func (m *Model) Encode(b []byte, s *State) []byte {
 			e.u8(uint8(s.Verdict[i]))
 			e.u8(s.TruncatedAtTerm[i])
 		}
-		e.uvar(len(s.Committed))
-		for _, c := range s.Committed {
-			e.u8(c.Index)
-			e.u8(c.Term)
-			e.u8(c.CommitTerm)
+		if history {
+			e.uvar(len(s.Committed))
+			for _, c := range s.Committed {
+				e.u8(c.Index)
+				e.u8(c.Term)
+				e.u8(c.CommitTerm)
+			}
 		}
 		e.u8(s.CrashesLeft)
 		e.u8(s.CorruptionsLeft)

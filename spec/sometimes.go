@@ -48,7 +48,7 @@ var SometimesProperties = []Sometimes{
 		}},
 	{Name: "ConflictTruncates", Doc: "a follower removes a conflicting entry",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
-			return l.Action == ActHandleAppendEntriesRequest && l.Branch == BranchConflict
+			return (l.Action == ActHandleAppendEntriesRequest || l.Action == ActHandleAppendEntriesBatch) && l.Branch == BranchConflict
 		}},
 	{Name: "DuplicateInBag", Doc: "a message is in the bag twice",
 		State: func(m *Model, s *State) bool {
