@@ -163,6 +163,9 @@ func searchStep(m *spec.Model, maxStates int, pred func(pre *spec.State, l spec.
 	return nil, errors.New("no such step within the bounds")
 }
 
+// storiesDir holds spec/'s committed failure stories, relative to tla/.
+const storiesDir = "../spec/testdata/counterexamples"
+
 // stepKinds counts the distinct actions (with their branch) of a walk.
 func stepKinds(steps []spec.Step) int {
 	kinds := map[[2]int]bool{}
@@ -306,6 +309,18 @@ func Generate() ([]TraceFile, error) {
 		byName[f.Name] = f.Data
 	}
 
+	// spec's committed failure stories (scripts/bugs.sh), as sources of
+	// mutations: each replayed with its bugs switched off must be rejected.
+	// tlc.sh all validates the originals where they are.
+	stories := []string{"truncated-member-votes.loss", "follower-acks-appended.loss",
+		"candidate-advertises-learned+no-promotion-fence"}
+	for _, story := range stories {
+		data, err := os.ReadFile(filepath.Join(storiesDir, story+".ndjson"))
+		if err != nil {
+			return nil, err
+		}
+		byName["story:"+story] = data
+	}
 	mutations := []struct {
 		name, from string
 		edit       func([]trace.Event) ([]trace.Event, error)
@@ -321,6 +336,14 @@ func Generate() ([]TraceFile, error) {
 			"a follower acknowledges an entry it has not flushed: legal only under bug follower-acks-appended"},
 		{"truncated-member-votes.ndjson", "bug-truncated-member-votes-grant.ndjson", WithoutBugs,
 			"a TRUNCATED member grants a vote: the settled rule forbids it until the member is repaired"},
+	}
+	for _, story := range stories {
+		mutations = append(mutations, struct {
+			name, from string
+			edit       func([]trace.Event) ([]trace.Event, error)
+			why        string
+		}{"story-" + story + "-fixed.ndjson", "story:" + story, WithoutBugs,
+			"spec's failure story " + story + " replayed with every fix on"})
 	}
 	for _, mu := range mutations {
 		src, ok := byName[mu.from]
