@@ -248,6 +248,13 @@ func (m *Model) labelFromEvent(e *trace.Event) (Label, *Message, error) {
 			return l, nil, fmt.Errorf("%s needs a cut point", e.Action)
 		}
 		l.Cut = uint8(*e.Cut)
+	case ActFlushTo: // the new durable length; optional
+		if e.Cut != nil {
+			if *e.Cut < 1 || *e.Cut > 255 {
+				return l, nil, fmt.Errorf("FlushTo's cut %d out of range", *e.Cut)
+			}
+			l.Cut = uint8(*e.Cut)
+		}
 	case ActRequestVote, ActAppendEntries, ActSendAppendEntries:
 		if e.Peer == "" {
 			return l, nil, fmt.Errorf("%s needs a peer", e.Action)

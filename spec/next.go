@@ -84,7 +84,12 @@ func (m *Model) Next(s *State, emit Emit) {
 func (m *Model) Step(s *State, l Label, emit Emit) {
 	allLogs := m.withLogs(s.AllLogs, s)
 	out := func(n State, got Label) {
-		if l.Action == ActCrash || l.Action == ActCorrupt {
+		switch {
+		case l.Action == ActCrash || l.Action == ActCorrupt:
+			if got.Cut != l.Cut {
+				return
+			}
+		case l.Action == ActFlushTo && l.Cut != 0: // 0: the trace did not say
 			if got.Cut != l.Cut {
 				return
 			}

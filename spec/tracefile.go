@@ -165,7 +165,7 @@ func (m *Model) StepEvent(st Step) trace.Event {
 	case l.Action == ActClientRequest:
 		v := int(l.Value)
 		e.Value = &v
-	case l.Action == ActCrash || l.Action == ActCorrupt:
+	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActFlushTo:
 		c := int(l.Cut)
 		e.Cut = &c
 	}
