@@ -46,7 +46,7 @@ run: build
 
 ## explore: the durable profile with every fix on, exhaustively at the bounds
 ## docs/explorer.md documents, then 10^4 seeded walks at the full bounds.
-EXPLORE_BOUNDS  := -profile durable -servers 3 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 1 -corruptions 1
+EXPLORE_BOUNDS  := -profile durable -servers 3 -values 2 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 2 -corruptions 2
 EXPLORE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
 FULL_BOUNDS     := -profile durable -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1
 FULL_REACHED    := LeaderElected,EntryCommitted,FollowerLearnsCommit,ConflictTruncates,StaleResponseDropped,TwoLeadersElected,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked,FenceReleased,LeaderAfterCorruption
