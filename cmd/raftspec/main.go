@@ -150,19 +150,10 @@ func explore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if v := res.Violation; v != nil {
-		path := *tracePath
-		if path == "" {
-			f, err := os.CreateTemp("", "raftspec-counterexample-*.ndjson")
-			if err != nil {
-				return err
-			}
-			path = f.Name()
-			f.Close()
-		}
-		if err := m.WriteTraceFile(path, v.Trace); err != nil {
+		path, err := writeCounterexample(m, v, *tracePath, stderr)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "Error: invariant %s is violated: %s\n", v.Invariant, v.Detail)
 		for k, st := range v.Trace {
 			if k == 0 {
 				fmt.Fprintf(stderr, "  %2d: Init\n", k)
@@ -235,19 +226,10 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if v := res.Violation; v != nil {
-		path := *tracePath
-		if path == "" {
-			f, err := os.CreateTemp("", "raftspec-counterexample-*.ndjson")
-			if err != nil {
-				return err
-			}
-			path = f.Name()
-			f.Close()
-		}
-		if err := m.WriteTraceFile(path, v.Trace); err != nil {
+		path, err := writeCounterexample(m, v, *tracePath, stderr)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "Error: invariant %s is violated: %s\n", v.Invariant, v.Detail)
 		fmt.Fprintln(stdout, res.Summary(path))
 		return exitError(1)
 	}
@@ -260,6 +242,24 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, res.Summary(""))
 	return nil
+}
+
+// writeCounterexample writes a violation's behaviour as a trace to path (a
+// new temporary file when path is empty) and says what broke.
+func writeCounterexample(m *spec.Model, v *spec.Violation, path string, stderr io.Writer) (string, error) {
+	if path == "" {
+		f, err := os.CreateTemp("", "raftspec-counterexample-*.ndjson")
+		if err != nil {
+			return "", err
+		}
+		path = f.Name()
+		f.Close()
+	}
+	if err := m.WriteTraceFile(path, v.Trace); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(stderr, "Error: invariant %s is violated: %s\n", v.Invariant, v.Detail)
+	return path, nil
 }
 
 // printInvariants says which invariants the run checks.
