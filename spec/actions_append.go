@@ -74,30 +74,7 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 	prev := int(msg.MprevLogIndex)
 	logOk := prev == 0 || (prev <= log.Len() && msg.MprevLogTerm == log.Term(prev))
 	label := Label{Action: ActHandleAppendEntriesRequest, I: i, J: j, Msg: msg}
-
-	// reject request
-	if msg.Mterm < s.CurrentTerm[i] || (msg.Mterm == s.CurrentTerm[i] && s.State[i] == Follower && !logOk) {
-		n := *s
-		n.Reply(Message{
-			Mtype:       AppendEntriesResponse,
-			Mterm:       s.CurrentTerm[i],
-			Msuccess:    false,
-			MmatchIndex: 0,
-			Msource:     i,
-			Mdest:       j,
-		}, msg)
-		label.Branch = BranchReject
-		emit(n, label)
-	}
-	// return to follower state
-	if msg.Mterm == s.CurrentTerm[i] && s.State[i] == Candidate {
-		n := *s
-		n.State[i] = Follower
-		label.Branch = BranchReturnToFollower
-		emit(n, label)
-	}
-	// accept request
-	if msg.Mterm != s.CurrentTerm[i] || s.State[i] != Follower || !logOk {
+	if !m.rejectOrReturnToFollower(s, i, j, msg, logOk, label, emit) {
 		return
 	}
 	index := prev + 1
@@ -144,6 +121,41 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 		label.Branch = BranchAppend
 		emit(n, label)
 	}
+}
+
+// rejectOrReturnToFollower takes the first two disjuncts of
+// HandleAppendEntriesRequest, which the production batch handler shares,
+// and reports whether the third, "accept request", applies:
+//
+//	\/ /\ \* reject request
+//	      \/ m.mterm < currentTerm[i]
+//	      \/ /\ m.mterm = currentTerm[i] /\ state[i] = Follower /\ \lnot logOk
+//	   /\ Reply([mtype |-> AppendEntriesResponse, mterm |-> currentTerm[i],
+//	             msuccess |-> FALSE, mmatchIndex |-> 0, msource |-> i, mdest |-> j], m)
+//	\/ \* return to follower state
+//	   /\ m.mterm = currentTerm[i] /\ state[i] = Candidate
+//	   /\ state' = [state EXCEPT ![i] = Follower]
+func (m *Model) rejectOrReturnToFollower(s *State, i, j ServerID, msg Message, logOk bool, label Label, emit Emit) bool {
+	if msg.Mterm < s.CurrentTerm[i] || (msg.Mterm == s.CurrentTerm[i] && s.State[i] == Follower && !logOk) {
+		n := *s
+		n.Reply(Message{
+			Mtype:       AppendEntriesResponse,
+			Mterm:       s.CurrentTerm[i],
+			Msuccess:    false,
+			MmatchIndex: 0,
+			Msource:     i,
+			Mdest:       j,
+		}, msg)
+		label.Branch = BranchReject
+		emit(n, label)
+	}
+	if msg.Mterm == s.CurrentTerm[i] && s.State[i] == Candidate {
+		n := *s
+		n.State[i] = Follower
+		label.Branch = BranchReturnToFollower
+		emit(n, label)
+	}
+	return msg.Mterm == s.CurrentTerm[i] && s.State[i] == Follower && logOk
 }
 
 // FenceReleases is the rule that repairs a TRUNCATED member i as it accepts

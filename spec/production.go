@@ -159,24 +159,7 @@ func (m *Model) HandleAppendEntriesBatch(s *State, i, j ServerID, msg Message, e
 	prev := int(msg.MprevLogIndex)
 	logOk := prev == 0 || (prev <= log.Len() && msg.MprevLogTerm == log.Term(prev))
 	label := Label{Action: ActHandleAppendEntriesBatch, I: i, J: j, Msg: msg}
-
-	// reject request
-	if msg.Mterm < s.CurrentTerm[i] || (msg.Mterm == s.CurrentTerm[i] && s.State[i] == Follower && !logOk) {
-		n := *s
-		n.Reply(Message{Mtype: AppendEntriesResponse, Mterm: s.CurrentTerm[i], Msuccess: false,
-			MmatchIndex: 0, Msource: i, Mdest: j}, msg)
-		label.Branch = BranchReject
-		emit(n, label)
-	}
-	// return to follower state
-	if msg.Mterm == s.CurrentTerm[i] && s.State[i] == Candidate {
-		n := *s
-		n.State[i] = Follower
-		label.Branch = BranchReturnToFollower
-		emit(n, label)
-	}
-	// accept request
-	if msg.Mterm != s.CurrentTerm[i] || s.State[i] != Follower || !logOk {
+	if !m.rejectOrReturnToFollower(s, i, j, msg, logOk, label, emit) {
 		return
 	}
 	entries := msg.Mentries
