@@ -338,5 +338,6 @@ func (w *WAL) Close() error {
 	w.hsMu.Lock()
 	_ = w.hs.file.Close()
 	w.hsMu.Unlock()
+	_ = w.dirLock.Close()
 	return err
 }

@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/durableraft/durableraft/impl/wal/vfs"
@@ -295,6 +296,67 @@ func TestClosed(t *testing.T) {
 	defer w.Close()
 	if rec.IndexLast != 3 || rec.Verdict != Clean {
 		t.Fatalf("reopen: %+v", rec)
+	}
+}
+
+// Two owners never write one log: while a WAL is open its directory cannot be opened
+// again, in this process or another (flock on the real disk); Close and a crash (the
+// owner's death) release the lock.
+func TestOpenLocksDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fs   vfs.FS
+		dir  string
+	}{
+		{"os", vfs.OS{}, filepath.Join(t.TempDir(), "wal")},
+		{"mem", vfs.NewMemFS(vfs.MemConfig{Seed: 1}), testDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := smallOptions()
+			w, _, err := Open(tc.fs, tc.dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := Open(tc.fs, tc.dir, opts); !errors.Is(err, ErrLocked) || !errors.Is(err, vfs.ErrLocked) {
+				t.Fatalf("second open of an open log: got %v, want ErrLocked", err)
+			}
+			mustAppend(t, w, entries(1, 2, 1))
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			w, rec, err := Open(tc.fs, tc.dir, opts)
+			if err != nil {
+				t.Fatalf("reopen after close: %v", err)
+			}
+			if rec.IndexLast != 2 {
+				t.Fatalf("reopen: %+v", rec)
+			}
+			if m, ok := tc.fs.(*vfs.MemFS); ok {
+				m.Crash()
+				m.Restart()
+				w, _, err = Open(tc.fs, tc.dir, opts)
+				if err != nil {
+					t.Fatalf("reopen after the owner crashed: %v", err)
+				}
+			}
+			if err := w.Close(); err != nil && !errors.Is(err, ErrFailed) {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// An Open that fails after taking the lock releases it.
+func TestFailedOpenReleasesLock(t *testing.T) {
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	fs.SetCapacity(1) // zero means unlimited
+	if _, _, err := Open(fs, testDir, smallOptions()); err == nil || errors.Is(err, ErrLocked) {
+		t.Fatalf("open of a new log on a full disk: got %v, want an I/O error", err)
+	}
+	fs.SetCapacity(0)
+	w, _ := mustOpen(t, fs, smallOptions())
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

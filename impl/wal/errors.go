@@ -24,6 +24,9 @@ var (
 	// ErrTruncated: the entry awaited by WaitDurable was removed by TruncateSuffix or
 	// Reset before it became durable.
 	ErrTruncated = errors.New("wal: entry truncated")
+	// ErrLocked: Open found the directory locked by another owner (another process,
+	// or a WAL in this one not yet closed).
+	ErrLocked = errors.New("wal: directory locked")
 	// ErrClosed: the WAL is closed.
 	ErrClosed = errors.New("wal: closed")
 )

@@ -18,6 +18,9 @@ const (
 	prefixTmp     = "tmp-"     // a segment being initialised; never read
 	prefixCorrupt = "corrupt-" // a segment behind a recovery break; kept for an operator
 	suffixSegment = ".wal"
+
+	// lockFileName is the file Open locks (vfs.FS.Lock) for as long as the WAL is open.
+	lockFileName = "LOCK"
 )
 
 func segmentFileName(prefix string, generation uint64) string {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -53,6 +54,9 @@ type WAL struct {
 	dir  string
 	opts Options
 	log  *slog.Logger
+	// dirLock is the lock on dir's LOCK file, held from Open to Close so that two
+	// owners never write one log.
+	dirLock io.Closer
 
 	// ioMu serialises the flusher's I/O with CompactPrefix and Close. Lock order: ioMu,
 	// then mu. filesMu is never taken exclusively while mu is held.
@@ -167,8 +171,15 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
+	dirLock, err := fsys.Lock(filepath.Join(dir, lockFileName))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, nil, fmt.Errorf("wal: %s is in use by another owner (%w): %w", dir, ErrLocked, err)
+		}
+		return nil, nil, fmt.Errorf("wal: lock %s: %w", dir, err)
+	}
 	w := &WAL{
-		fs: fsys, dir: dir, opts: opts, log: opts.Logger,
+		fs: fsys, dir: dir, opts: opts, log: opts.Logger, dirLock: dirLock,
 		durableCh: make(chan struct{}),
 		waiters:   map[*waiter]struct{}{},
 		wakeCh:    make(chan struct{}, 1),
@@ -180,10 +191,12 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 	}
 	disk, err := w.listDir()
 	if err != nil {
+		_ = dirLock.Close()
 		return nil, nil, err
 	}
 	rec, err := w.recoverAll(disk)
 	if err != nil {
+		_ = dirLock.Close()
 		for _, d := range disk {
 			_ = d.file.Close()
 		}

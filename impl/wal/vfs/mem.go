@@ -81,6 +81,10 @@ type MemFS struct {
 
 	faults []memFault
 	events []string
+
+	// locks holds the Lock holders by name; a holder from an earlier life (before a
+	// crash) no longer holds anything.
+	locks map[string]*memLock
 }
 
 type inode struct {

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -85,4 +86,20 @@ func (o *osFile) Size() (int64, error) {
 		return 0, err
 	}
 	return st.Size(), nil
+}
+
+// Lock implements FS with flock(2) where the system has it: the lock belongs to the
+// open file, so it is released when the process dies, and a second Lock of the same
+// file fails even within one process.
+func (OS) Lock(name string) (io.Closer, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	l, err := lockFile(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return l, nil
 }

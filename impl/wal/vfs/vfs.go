@@ -21,6 +21,7 @@ package vfs
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 )
 
@@ -41,6 +42,11 @@ type FS interface {
 	SyncDir(dir string) error
 	// MkdirAll creates dir and its parents if they do not exist.
 	MkdirAll(dir string) error
+	// Lock takes an exclusive lock on name, creating the file if it does not exist, so
+	// that two owners never use one directory at once. It fails at once with an error
+	// wrapping ErrLocked if another owner (another process, or another Lock in this one)
+	// holds it. The lock is released by Close, or when the process dies.
+	Lock(name string) (io.Closer, error)
 }
 
 // File is an open file.
@@ -65,6 +71,9 @@ type File interface {
 // ErrCrashed is returned by MemFS for a handle opened before a crash, or for the
 // operation at which a scheduled crash happened.
 var ErrCrashed = errors.New("vfs: disk crashed")
+
+// ErrLocked is returned by Lock when another owner holds the lock.
+var ErrLocked = errors.New("vfs: locked by another owner")
 
 // ErrNotExist is fs.ErrNotExist, repeated here for callers of this package.
 var ErrNotExist = fs.ErrNotExist
