@@ -2,4 +2,4 @@ module github.com/durableraft/durableraft
 
 go 1.26.8
 
-require github.com/google/go-cmp v0.7.0 // indirect
+require github.com/google/go-cmp v0.7.0

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/spec"
 )
 
 // defenceInDepth are the switches whose rule the spec shows to be defence
@@ -47,5 +50,18 @@ func TestSeedBugsFailScenarios(t *testing.T) {
 				t.Fatalf("no scenario fails with %v (outputs changed in %v)", bug, changed)
 			}
 		})
+	}
+}
+
+// The core's switches are spec's -bug switches, name for name, in the same order: a
+// trace declares its switches by name and the spec must understand them, and a fix
+// added to one side without the other is drift.
+func TestBugSwitchesAreSpecs(t *testing.T) {
+	var names []string
+	for _, bug := range raft.AllBugs() {
+		names = append(names, bug.String())
+	}
+	if diff := cmp.Diff(spec.AllBugs(), names); diff != "" {
+		t.Fatalf("impl/raft bug switches differ from spec's (-spec +impl):\n%s", diff)
 	}
 }
