@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/durableraft/durableraft/spec"
@@ -164,12 +165,8 @@ func explore(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, res.Summary(path))
 		return exitError(1)
 	}
-	if *sometimes != "" {
-		if err := spec.CheckReached(res.Reached, strings.Split(*sometimes, ",")); err != nil {
-			fmt.Fprintln(stderr, "Error:", err)
-			fmt.Fprintln(stdout, strings.Replace(res.Summary(""), "result=ok", "result=unreachable", 1))
-			return exitError(1)
-		}
+	if err := checkSometimes(res.Reached, *sometimes, res.Summary(""), stdout, stderr); err != nil {
+		return err
 	}
 	fmt.Fprintln(stdout, res.Summary(""))
 	if !res.Complete {
@@ -204,12 +201,17 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := spec.SimOptions{Walks: *walks, Depth: *depth, Seed: *seed, Invariant: *invariant, Workers: *workers}
-	var writeErr error
+	var (
+		writeMu  sync.Mutex // OnWalk runs on every worker
+		writeErr error
+	)
 	if *traceDir != "" {
 		opt.OnWalk = func(walk int, steps []spec.Step) {
 			p := filepath.Join(*traceDir, fmt.Sprintf("walk-%06d.ndjson", walk))
 			if err := m.WriteTraceFile(p, steps); err != nil {
-				writeErr = err
+				writeMu.Lock()
+				writeErr = errors.Join(writeErr, err)
+				writeMu.Unlock()
 			}
 		}
 	}
@@ -233,14 +235,25 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, res.Summary(path))
 		return exitError(1)
 	}
-	if *sometimes != "" {
-		if err := spec.CheckReached(res.Reached, strings.Split(*sometimes, ",")); err != nil {
-			fmt.Fprintln(stderr, "Error:", err)
-			fmt.Fprintln(stdout, strings.Replace(res.Summary(""), "result=ok", "result=unreachable", 1))
-			return exitError(1)
-		}
+	if err := checkSometimes(res.Reached, *sometimes, res.Summary(""), stdout, stderr); err != nil {
+		return err
 	}
 	fmt.Fprintln(stdout, res.Summary(""))
+	return nil
+}
+
+// checkSometimes fails the run, with summary's result=ok turned into
+// result=unreachable, when a listed reachability property (comma-separated)
+// was not reached.
+func checkSometimes(reached []spec.Reachability, list, summary string, stdout, stderr io.Writer) error {
+	if list == "" {
+		return nil
+	}
+	if err := spec.CheckReached(reached, strings.Split(list, ",")); err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		fmt.Fprintln(stdout, strings.Replace(summary, "result=ok", "result=unreachable", 1))
+		return exitError(1)
+	}
 	return nil
 }
 

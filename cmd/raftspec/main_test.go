@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// run calls one subcommand as main would and returns its stdout, stderr and exit status.
+func run(t *testing.T, cmd func([]string, *bytes.Buffer, *bytes.Buffer) error, args ...string) (string, string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := cmd(args, &stdout, &stderr)
+	var exit exitError
+	switch {
+	case err == nil:
+		return stdout.String(), stderr.String(), 0
+	case errors.As(err, &exit):
+		return stdout.String(), stderr.String(), int(exit)
+	default:
+		t.Fatalf("%v: %v\nstderr:\n%s", args, err, stderr.String())
+		return "", "", 2
+	}
+}
+
+func exploreCmd(args []string, o, e *bytes.Buffer) error    { return explore(args, o, e) }
+func simulateCmd(args []string, o, e *bytes.Buffer) error   { return simulate(args, o, e) }
+func checkTraceCmd(args []string, o, e *bytes.Buffer) error { return checkTrace(args, o, e) }
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// The contract other tools (tla/tlc.sh, scripts/bugs.sh, CI) parse: explore's last
+// stdout line and its exit status.
+func TestExploreContract(t *testing.T) {
+	raftS2 := []string{"-profile", "raft", "-servers", "2", "-values", "1", "-max-term", "2", "-max-log", "1", "-max-dup", "1", "-max-msgs", "1"}
+
+	t.Run("ok", func(t *testing.T) {
+		stdout, _, code := run(t, exploreCmd, raftS2...)
+		// TLC's count for raft.tla at these bounds (docs/explorer.md, tla/MC_raft_s2_m1.cfg).
+		want := regexp.MustCompile(`^distinct=1760 generated=13797 depth=\d+ result=ok$`)
+		if code != 0 || !want.MatchString(lastLine(stdout)) {
+			t.Fatalf("exit %d, last line %q", code, lastLine(stdout))
+		}
+	})
+
+	t.Run("violation", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cex.ndjson")
+		stdout, _, code := run(t, exploreCmd, "-profile", "durable", "-servers", "2", "-values", "1", "-max-term", "2",
+			"-max-log", "1", "-max-dup", "1", "-max-msgs", "1", "-crashes", "0", "-corruptions", "0",
+			"-bug", "self-counts-appended", "-invariant", "CommittedIsDurable", "-trace", path)
+		want := regexp.MustCompile(`^distinct=\d+ generated=\d+ depth=\d+ result=violation invariant=CommittedIsDurable trace=(\S+)$`)
+		m := want.FindStringSubmatch(lastLine(stdout))
+		if code != 1 || m == nil || m[1] != path {
+			t.Fatalf("exit %d, last line %q", code, lastLine(stdout))
+		}
+		// The counterexample is a behaviour of the spec with the switch it declares.
+		out, _, code := run(t, checkTraceCmd, path)
+		if code != 0 || !strings.Contains(out, ": ok (") {
+			t.Fatalf("check-trace of the counterexample: exit %d: %s", code, out)
+		}
+	})
+
+	t.Run("unreachable", func(t *testing.T) {
+		// A member can only be TRUNCATED by a corruption, and the budget is zero.
+		args := append([]string{}, raftS2...)
+		args[1] = "durable"
+		args = append(args, "-crashes", "0", "-corruptions", "0", "-sometimes", "MemberTruncated")
+		stdout, stderr, code := run(t, exploreCmd, args...)
+		if code != 1 || !strings.HasSuffix(lastLine(stdout), "result=unreachable") || !strings.Contains(stderr, "MemberTruncated") {
+			t.Fatalf("exit %d, last line %q, stderr %q", code, lastLine(stdout), stderr)
+		}
+	})
+}
+
+// simulate with parallel workers writes every walk as a trace (OnWalk runs on every
+// worker: this runs under -race too), and check-trace accepts each.
+func TestSimulateTracesAreAccepted(t *testing.T) {
+	dir := t.TempDir()
+	stdout, _, code := run(t, simulateCmd, "-profile", "durable", "-servers", "3", "-values", "1", "-max-term", "3",
+		"-max-log", "2", "-max-dup", "1", "-max-msgs", "2", "-crashes", "1", "-corruptions", "1",
+		"-walks", "40", "-depth", "60", "-workers", "2", "-trace-dir", dir)
+	if code != 0 || !strings.HasSuffix(lastLine(stdout), "result=ok") {
+		t.Fatalf("exit %d, last line %q", code, lastLine(stdout))
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.ndjson"))
+	if err != nil || len(files) != 40 {
+		t.Fatalf("%d traces written, want 40 (%v)", len(files), err)
+	}
+	out, _, code := run(t, checkTraceCmd, files...)
+	if code != 0 || strings.Count(out, ": ok (") != 40 {
+		t.Fatalf("check-trace: exit %d:\n%s", code, out)
+	}
+}
+
+// check-trace rejects a trace with one event altered, names the file, and exits 1.
+func TestCheckTraceRejectsMutated(t *testing.T) {
+	path := filepath.Join("..", "..", "tla", "traces", "mutated", "wrong-term.ndjson")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := run(t, checkTraceCmd, path)
+	if code != 1 || !strings.Contains(out, "wrong-term.ndjson: REJECTED") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// A trace that cannot be written fails the run with the write's error, whichever
+// worker hit it.
+func TestSimulateTraceWriteFails(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	var stdout, stderr bytes.Buffer
+	err := simulate([]string{"-profile", "raft", "-servers", "3", "-values", "1", "-max-term", "2", "-max-log", "1",
+		"-max-dup", "1", "-max-msgs", "1", "-walks", "20", "-depth", "20", "-workers", "2", "-trace-dir", dir}, &stdout, &stderr)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("got %v, want the write's not-exist error", err)
+	}
+}
