@@ -55,7 +55,7 @@ row self-counts-appended+no-voter-learned-floor.loss NoAckedLoss simulate self-c
 
 # Defence in depth: no violation alone, exhaustively at the durable
 # profile's exhaustive bounds and in walks at the full bounds.
-for bug in candidate-advertises-learned candidate-advertises-appended no-voter-learned-floor no-promotion-fence; do
+for bug in candidate-advertises-learned candidate-advertises-appended no-voter-learned-floor no-promotion-fence volatile-learned-commit; do
   row "$bug.alone"                  ok                 explore  "$bug"                        -servers 3 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 1 -corruptions 1 -workers 2
   row "$bug.alone.walks"            ok                 simulate "$bug"                        $FULL -walks 10000 -depth 80 -workers 2
 done

@@ -30,17 +30,23 @@ func (m *Model) Flush(s *State, i ServerID, emit Emit) {
 //	          /\ durableLen' = [durableLen EXCEPT ![i] = k]
 //	    /\ crashesLeft' = crashesLeft - 1
 //	    /\ (volatile state reset as in Restart(i))
+//
+// With -bug volatile-learned-commit, learnedCommit is not durable: the crash
+// also chooses learnedCommit' \in 0..learnedCommit[i].
 func (m *Model) Crash(s *State, i ServerID, emit Emit) {
 	if s.CrashesLeft == 0 {
 		return
 	}
 	for k := int(s.DurableLen[i]); k <= s.Log[i].Len(); k++ {
-		n := *s
-		m.resetVolatile(&n, i)
-		n.Log[i] = s.Log[i].Prefix(k)
-		n.DurableLen[i] = uint8(k)
-		n.CrashesLeft = s.CrashesLeft - 1
-		emit(n, Label{Action: ActCrash, I: i, Cut: uint8(k)})
+		for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
+			n := *s
+			m.resetVolatile(&n, i)
+			n.Log[i] = s.Log[i].Prefix(k)
+			n.DurableLen[i] = uint8(k)
+			n.LearnedCommit[i] = learned
+			n.CrashesLeft = s.CrashesLeft - 1
+			emit(n, Label{Action: ActCrash, I: i, Cut: uint8(k)})
+		}
 	}
 }
 
@@ -61,6 +67,9 @@ func (m *Model) Crash(s *State, i ServerID, emit Emit) {
 //	    /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = currentTerm[i]]
 //	    /\ corruptionsLeft' = corruptionsLeft - 1
 //	    /\ (volatile state reset as in Restart(i))
+//
+// With -bug volatile-learned-commit, as in Crash, learnedCommit' \in
+// 0..learnedCommit[i].
 func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
 	if s.CorruptionsLeft == 0 || s.DurableLen[i] == 0 {
 		return
@@ -75,13 +84,26 @@ func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
 		return
 	}
 	for k := 0; k < int(s.DurableLen[i]); k++ {
-		n := *s
-		m.resetVolatile(&n, i)
-		n.Log[i] = s.Log[i].Prefix(k)
-		n.DurableLen[i] = uint8(k)
-		n.Verdict[i] = Truncated
-		n.TruncatedAtTerm[i] = s.CurrentTerm[i]
-		n.CorruptionsLeft = s.CorruptionsLeft - 1
-		emit(n, Label{Action: ActCorrupt, I: i, Cut: uint8(k)})
+		for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
+			n := *s
+			m.resetVolatile(&n, i)
+			n.Log[i] = s.Log[i].Prefix(k)
+			n.DurableLen[i] = uint8(k)
+			n.LearnedCommit[i] = learned
+			n.Verdict[i] = Truncated
+			n.TruncatedAtTerm[i] = s.CurrentTerm[i]
+			n.CorruptionsLeft = s.CorruptionsLeft - 1
+			emit(n, Label{Action: ActCorrupt, I: i, Cut: uint8(k)})
+		}
 	}
+}
+
+// learnedCommitMin is the lowest learnedCommit[i] a restart (Crash or
+// Corrupt) may bring back: all of it, since it is durable hard state; with
+// -bug volatile-learned-commit, any lower value down to 0.
+func (m *Model) learnedCommitMin(s *State, i ServerID) uint8 {
+	if m.Has(BugVolatileLearnedCommit) {
+		return 0
+	}
+	return s.LearnedCommit[i]
 }

@@ -290,6 +290,26 @@ func TestDurableActions(t *testing.T) {
 			}
 			return out
 		}()},
+		{name: "Crash with volatile-learned-commit may bring back any lower learnedCommit", profile: D,
+			bugs: BugVolatileLearnedCommit, pre: func(s *State) {
+				s.Log[1], s.DurableLen[1], s.LearnedCommit[1] = LogOf(e1), 1, 1
+			}, act: func(m *Model, s *State, e Emit) { m.Crash(s, 1, e) }, want: []func(*State){
+				func(n *State) { n.CrashesLeft, n.LearnedCommit[1] = 1, 0 },
+				func(n *State) { n.CrashesLeft = 1 },
+			}},
+		{name: "Corrupt with volatile-learned-commit may bring back any lower learnedCommit", profile: D,
+			bugs: BugVolatileLearnedCommit, pre: func(s *State) {
+				s.CurrentTerm[1], s.Log[1], s.DurableLen[1], s.LearnedCommit[1] = 2, LogOf(e1), 1, 1
+			}, act: func(m *Model, s *State, e Emit) { m.Corrupt(s, 1, e) }, want: []func(*State){
+				func(n *State) {
+					n.Log[1], n.DurableLen[1], n.LearnedCommit[1] = LogOf(), 0, 0
+					n.Verdict[1], n.TruncatedAtTerm[1], n.CorruptionsLeft = Truncated, 2, 0
+				},
+				func(n *State) {
+					n.Log[1], n.DurableLen[1] = LogOf(), 0
+					n.Verdict[1], n.TruncatedAtTerm[1], n.CorruptionsLeft = Truncated, 2, 0
+				},
+			}},
 		{name: "Corrupt never takes a quorum", profile: D, pre: func(s *State) {
 			s.Log[1], s.DurableLen[1] = LogOf(e1), 1
 			s.Verdict[2], s.TruncatedAtTerm[2] = Truncated, 1

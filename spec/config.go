@@ -66,6 +66,11 @@ const (
 	// durable match reaches the commit index of the AppendEntries it
 	// accepts, whatever that leader's term.
 	BugReleaseAtLeaderCommit
+	// BugVolatileLearnedCommit: learnedCommit is not durable hard state: a
+	// restart (Crash or Corrupt) may bring back any lower value. It over-approximates persisting
+	// the learned commit lazily (for example in the log's own batches, one
+	// fdatasync with the entries, instead of a hard-state write per update).
+	BugVolatileLearnedCommit
 
 	bugEnd
 )
@@ -79,6 +84,7 @@ var bugNames = map[Bug]string{
 	BugNoPromotionFence:            "no-promotion-fence",
 	BugTruncatedMemberVotes:        "truncated-member-votes",
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
+	BugVolatileLearnedCommit:       "volatile-learned-commit",
 }
 
 func (b Bug) String() string {

@@ -23,6 +23,8 @@ import (
 //	RequestVote s1 s2               # i j
 //	ClientRequest s1 1              # i value
 //	Crash s2 0 / Corrupt s2 0       # i cut
+//	Crash s2 0 learned=0            # and the learnedCommit it brings back
+//	                                # (-bug volatile-learned-commit)
 //	HandleRequestVoteRequest s2 <- s1 [mterm=2 ...]
 //	                                # a message action: the one message of the
 //	                                # bag from s1 to s2 that the handler takes
@@ -148,7 +150,7 @@ func (st *story) run(m *Model) ([]Step, error) {
 		}
 		var got []Step
 		m.Step(s, l, func(n State, gl Label) {
-			if filter == nil || filter(gl) {
+			if filter == nil || filter(&n) {
 				got = append(got, Step{Label: gl, State: &n})
 			}
 		})
@@ -161,9 +163,11 @@ func (st *story) run(m *Model) ([]Step, error) {
 	return steps, nil
 }
 
-func (st *story) label(m *Model, s *State, ln storyLine) (Label, func(Label) bool, error) {
+// label parses a step into the label it takes and, where the label leaves a
+// choice open, a filter on the successor state.
+func (st *story) label(m *Model, s *State, ln storyLine) (Label, func(*State) bool, error) {
 	f := ln.fields
-	fail := func(format string, args ...any) (Label, func(Label) bool, error) {
+	fail := func(format string, args ...any) (Label, func(*State) bool, error) {
 		return Label{}, nil, fmt.Errorf("line %d %q: %s", ln.no, strings.Join(f, " "), fmt.Sprintf(format, args...))
 	}
 	a, ok := ParseAction(f[0])
@@ -214,14 +218,23 @@ func (st *story) label(m *Model, s *State, ln storyLine) (Label, func(Label) boo
 		}
 		l.J = server(f[2])
 	case a == ActClientRequest || a == ActCrash || a == ActCorrupt:
-		if len(f) != 3 {
-			return fail("want: %s I N", a)
+		if len(f) != 3 && !(len(f) == 4 && a != ActClientRequest) {
+			return fail("want: %s I N, or Crash/Corrupt I CUT learned=N", a)
 		}
 		n, err := strconv.Atoi(f[2])
 		if err != nil {
 			return fail("%v", err)
 		}
 		l.Value, l.Cut = uint8(n), uint8(n)
+		if len(f) == 4 {
+			v, ok := strings.CutPrefix(f[3], "learned=")
+			learned, err := strconv.Atoi(v)
+			if !ok || err != nil {
+				return fail("want learned=N, got %q", f[3])
+			}
+			i := l.I
+			return l, func(n *State) bool { return int(n.LearnedCommit[i]) == learned }, nil
+		}
 	}
 	return l, nil, nil
 }

@@ -42,7 +42,8 @@ Truncated == "TRUNCATED"
 BugNames == <<"self-counts-appended", "follower-acks-appended",
               "candidate-advertises-learned", "candidate-advertises-appended",
               "no-voter-learned-floor", "no-promotion-fence",
-              "truncated-member-votes", "release-at-leader-commit">>
+              "truncated-member-votes", "release-at-leader-commit",
+              "volatile-learned-commit">>
 
 ASSUME /\ Profile \in {"raft", "durable"}
        /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames}
@@ -499,11 +500,21 @@ Flush(i) ==
                    learnedCommit, verdict, truncatedAtTerm, committed,
                    crashesLeft, corruptionsLeft>>
 
+\* What a restart (Crash or Corrupt) brings back of learnedCommit[i]: all of
+\* it, as durable hard state; with volatile-learned-commit any lower value
+\* (an over-approximation of persisting it lazily, with the log's batches).
+RestartLearnedCommit(i) ==
+    IF Has("volatile-learned-commit")
+    THEN \E c \in 0..learnedCommit[i] :
+             learnedCommit' = [learnedCommit EXCEPT ![i] = c]
+    ELSE UNCHANGED learnedCommit
+
 \* Crash of server i keeping the first k entries of its log, where k is
 \* at least the durable prefix: unsynced writes may survive in full, in
 \* part or not at all, and what survives is durable after recovery.
 \* currentTerm, votedFor, learnedCommit, verdict, truncatedAtTerm are hard
-\* state and survive.
+\* state and survive (learnedCommit only in part with
+\* volatile-learned-commit, see RestartLearnedCommit).
 CrashKeeping(i, k) ==
     /\ IsDurable
     /\ crashesLeft > 0
@@ -512,7 +523,8 @@ CrashKeeping(i, k) ==
     /\ log'         = [log EXCEPT ![i] = SubSeq(@, 1, k)]
     /\ durableLen'  = [durableLen EXCEPT ![i] = k]
     /\ crashesLeft' = crashesLeft - 1
-    /\ UNCHANGED <<messages, currentTerm, votedFor, elections, learnedCommit,
+    /\ RestartLearnedCommit(i)
+    /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
                    verdict, truncatedAtTerm, committed, corruptionsLeft>>
 
 Crash(i) == \E k \in durableLen[i]..Len(log[i]) : CrashKeeping(i, k)
@@ -532,7 +544,8 @@ CorruptKeeping(i, k) ==
     /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
     /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = currentTerm[i]]
     /\ corruptionsLeft' = corruptionsLeft - 1
-    /\ UNCHANGED <<messages, currentTerm, votedFor, elections, learnedCommit,
+    /\ RestartLearnedCommit(i)
+    /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
                    committed, crashesLeft>>
 
 Corrupt(i) == \E k \in 0..(durableLen[i] - 1) : CorruptKeeping(i, k)

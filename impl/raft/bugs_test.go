@@ -15,7 +15,8 @@ import (
 // in depth: no invariant breaks with the switch alone (scripts/bugs.sh,
 // docs/durable-raft.md). For them a scenario fails by printing what the
 // rule changes (a vote, a campaign), not by an invariant.
-var defenceInDepth = raft.BugCandidateAdvertisesAppended | raft.BugNoVoterLearnedFloor | raft.BugNoPromotionFence
+var defenceInDepth = raft.BugCandidateAdvertisesAppended | raft.BugNoVoterLearnedFloor | raft.BugNoPromotionFence |
+	raft.BugVolatileLearnedCommit
 
 // TestSeedBugsFailScenarios re-introduces each seed bug through its
 // test-only switch (the names of spec's -bug switches) and requires that a

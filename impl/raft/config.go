@@ -159,6 +159,11 @@ const (
 	// BugReleaseAtLeaderCommit: the fence releases once the durable match
 	// reaches the leader's commit index, whatever the leader's term.
 	BugReleaseAtLeaderCommit
+	// BugVolatileLearnedCommit: a change of LearnedCommit alone is not
+	// handed to the driver as hard state to persist, so a crash may bring
+	// back a lower value (it is persisted with the next term, vote or
+	// repair-marker change).
+	BugVolatileLearnedCommit
 	bugEnd
 )
 
@@ -171,6 +176,7 @@ var bugNames = map[Bug]string{
 	BugNoPromotionFence:            "no-promotion-fence",
 	BugTruncatedMemberVotes:        "truncated-member-votes",
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
+	BugVolatileLearnedCommit:       "volatile-learned-commit",
 }
 
 func (b Bug) String() string {

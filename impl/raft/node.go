@@ -389,9 +389,21 @@ type Ready struct {
 	Lead NodeID
 }
 
+// hardStateDue reports whether the hard state changed since the last Ready
+// handed it out. With BugVolatileLearnedCommit a change of LearnedCommit
+// alone does not count.
+func (n *Node) hardStateDue() bool {
+	if n.has(BugVolatileLearnedCommit) {
+		cur, handed := n.hs, n.hsHanded
+		cur.LearnedCommit, handed.LearnedCommit = 0, 0
+		return cur != handed
+	}
+	return n.hs != n.hsHanded
+}
+
 // HasReady reports whether Ready would return anything.
 func (n *Node) HasReady() bool {
-	return n.hs != n.hsHanded || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
+	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
 		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader)
 }
@@ -403,7 +415,7 @@ func (n *Node) Ready() Ready {
 	}
 	n.bcastPending = false
 	rd := Ready{Role: n.role, Lead: n.lead}
-	if n.hs != n.hsHanded {
+	if n.hardStateDue() {
 		rd.HardState, rd.HardStateChanged = n.hs, true
 		n.hsHanded = n.hs
 	}
