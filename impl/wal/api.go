@@ -251,6 +251,41 @@ func (w *WAL) SetHardState(hs HardState) error {
 	return nil
 }
 
+// ClearHardStateLoss clears the sticky mark an Open left when it found the hard state
+// lost or damaged (rows H2, H6, H7; every later Open says H8 until this call). It is an
+// operator's decision, not the protocol's: a member that lost its term or vote may
+// have voted in a term it no longer knows, and could vote twice in it. Durable on
+// return; a no-op when there is no mark.
+func (w *WAL) ClearHardStateLoss() error {
+	w.hsMu.Lock()
+	defer w.hsMu.Unlock()
+	w.mu.Lock()
+	err := w.writableLocked()
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if !w.hs.last.lost {
+		return nil
+	}
+	w.hs.last.lost = false
+	if err := w.hs.store(w.hs.last.state); err != nil {
+		w.hs.last.lost = true
+		w.fail(err)
+		return w.Err()
+	}
+	w.log.Warn("wal: hard-state loss mark cleared by the operator", "term", w.hs.last.state.Term, "vote", w.hs.last.state.Vote)
+	return nil
+}
+
+// HardStateLost reports whether the hard state carries the loss mark (see
+// ClearHardStateLoss).
+func (w *WAL) HardStateLost() bool {
+	w.hsMu.Lock()
+	defer w.hsMu.Unlock()
+	return w.hs.last.lost
+}
+
 // HardState returns the last hard state made durable (or recovered).
 func (w *WAL) HardState() HardState {
 	w.hsMu.Lock()

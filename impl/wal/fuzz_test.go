@@ -183,7 +183,8 @@ func checkRecoveryProperties(t *testing.T, fs *vfs.MemFS) {
 // given by the second byte (in 32-byte steps, so both slots are reachable). Recovery
 // never fails on a working disk, returns the state of a slot that verifies in the
 // image (or the zero state when none does), says CLEAN only when both slots verify and
-// agree, and leaves a file that the next open finds CLEAN with the same state.
+// agree, and leaves a file that the next open finds with the same state, CLEAN, or
+// TRUNCATED (H8) after a TRUNCATED open.
 func FuzzHardState(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add([]byte{1, 0, 0xff})
@@ -243,7 +244,11 @@ func FuzzHardState(f *testing.F) {
 			t.Fatalf("second open: %v", err)
 		}
 		defer w.Close()
-		if rec2.HardStateVerdict != Clean || rec2.HardState != rec.HardState {
+		wantAgain := Clean // a TRUNCATED hard state stays marked (H8)
+		if rec.HardStateVerdict == Truncated {
+			wantAgain = Truncated
+		}
+		if rec2.HardStateVerdict != wantAgain || rec2.HardState != rec.HardState {
 			t.Fatalf("second open %v %+v after %v %+v", rec2.HardStateVerdict, rec2.HardState, rec.HardStateVerdict, rec.HardState)
 		}
 	})

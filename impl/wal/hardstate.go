@@ -35,7 +35,8 @@ type HardState struct {
 //	24     8    vote
 //	32     8    commit
 //	40     8    truncatedAtTerm
-//	48     16   reserved         zero
+//	48     4    flags            bit 0: lost (see H8); other bits zero
+//	52     12   reserved         zero
 const (
 	hardStateName      = "hardstate"
 	hardStateSlotBytes = 64
@@ -47,7 +48,13 @@ const (
 type hardStateSlot struct {
 	sequence uint64
 	state    HardState
+	// lost: an earlier Open found the hard state lost or damaged (a TRUNCATED row).
+	// Carried by every later write until ClearHardStateLoss, so that a restart never
+	// turns a lost term or vote into a CLEAN one.
+	lost bool
 }
+
+const hardStateFlagLost = 1
 
 func (s hardStateSlot) encode() []byte {
 	b := make([]byte, hardStateSlotBytes)
@@ -57,6 +64,9 @@ func (s hardStateSlot) encode() []byte {
 	le.PutUint64(b[24:], s.state.Vote)
 	le.PutUint64(b[32:], s.state.Commit)
 	le.PutUint64(b[40:], s.state.TruncatedAtTerm)
+	if s.lost {
+		le.PutUint32(b[48:], hardStateFlagLost)
+	}
 	le.PutUint32(b[0:], checksum(b[4:]))
 	return b
 }
@@ -66,7 +76,9 @@ func decodeHardStateSlot(b []byte) (hardStateSlot, bool) {
 		return hardStateSlot{}, false
 	}
 	b = b[:hardStateSlotBytes]
-	if le.Uint32(b[0:]) != checksum(b[4:]) || le.Uint32(b[4:]) != magicHardState || !isZero(b[48:]) || le.Uint64(b[8:]) == 0 {
+	flags := le.Uint32(b[48:])
+	if le.Uint32(b[0:]) != checksum(b[4:]) || le.Uint32(b[4:]) != magicHardState || flags&^hardStateFlagLost != 0 ||
+		!isZero(b[52:]) || le.Uint64(b[8:]) == 0 {
 		return hardStateSlot{}, false
 	}
 	return hardStateSlot{
@@ -77,6 +89,7 @@ func decodeHardStateSlot(b []byte) (hardStateSlot, bool) {
 			Commit:          le.Uint64(b[32:]),
 			TruncatedAtTerm: le.Uint64(b[40:]),
 		},
+		lost: flags&hardStateFlagLost != 0,
 	}, true
 }
 
@@ -95,10 +108,20 @@ var hardStateCases = map[string]hardStateCase{
 	"H5": {"H5", TornTail, "one copy fails verification (torn while written, or damaged); the other holds the last acknowledged state"},
 	"H6": {"H6", Truncated, "both copies verify but disagree in a way the write order cannot produce"},
 	"H7": {"H7", Truncated, "neither copy verifies: term and vote are unknown"},
+	"H8": {"H8", Truncated, "an earlier open found the hard state lost or damaged (H2, H6 or H7): it stays TRUNCATED until an operator calls ClearHardStateLoss"},
 }
 
-// decideHardState picks the state from the two slots (ok says which verified).
+// decideHardState picks the state from the two slots (ok says which verified); a
+// chosen state carrying the lost flag is H8 unless its own row is TRUNCATED already.
 func decideHardState(a, b hardStateSlot, okA, okB bool) (hardStateSlot, hardStateCase) {
+	chosen, c := decideHardStateSlots(a, b, okA, okB)
+	if chosen.lost && c.verdict != Truncated {
+		return chosen, hardStateCases["H8"]
+	}
+	return chosen, c
+}
+
+func decideHardStateSlots(a, b hardStateSlot, okA, okB bool) (hardStateSlot, hardStateCase) {
 	switch {
 	case okA && okB && a == b:
 		return a, hardStateCases["H3"]
@@ -142,17 +165,21 @@ func readSlot(f vfs.File, off int64, retries int) (hardStateSlot, bool, error) {
 }
 
 // openHardState recovers the hard state; segmentsExist tells H1 from H2. A recovered
-// state that is not CLEAN is rewritten to both slots before returning.
+// state that is not CLEAN is rewritten to both slots before returning, and a TRUNCATED
+// one with the lost flag set, so that every later open says H8.
 func openHardState(fsys vfs.FS, dir string, segmentsExist bool, retries int) (*hardStateFile, hardStateCase, error) {
 	h := &hardStateFile{fsys: fsys, dir: dir}
 	name := filepath.Join(dir, hardStateName)
 	f, err := fsys.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		c := hardStateCases["H1"]
-		if segmentsExist {
-			c = hardStateCases["H2"]
+		if err := h.create(); err != nil {
+			return nil, hardStateCase{}, err
 		}
-		return h, c, h.create()
+		if !segmentsExist {
+			return h, hardStateCases["H1"], nil
+		}
+		h.last.lost = true
+		return h, hardStateCases["H2"], h.store(h.last.state)
 	}
 	if err != nil {
 		return nil, hardStateCase{}, fmt.Errorf("wal: open hard state: %w", err)
@@ -168,7 +195,10 @@ func openHardState(fsys vfs.FS, dir string, segmentsExist bool, retries int) (*h
 	}
 	chosen, c := decideHardState(a, b, okA, okB)
 	h.last = chosen
-	if c.verdict != Clean {
+	if c.verdict == Truncated {
+		h.last.lost = true
+	}
+	if c.verdict != Clean && !(c.label == "H8" && okA && okB && a == b) {
 		if err := h.store(chosen.state); err != nil {
 			return nil, hardStateCase{}, err
 		}
@@ -205,9 +235,10 @@ func (h *hardStateFile) create() error {
 	return nil
 }
 
-// store writes s to slot A, fdatasyncs, then slot B, fdatasyncs.
+// store writes s to slot A, fdatasyncs, then slot B, fdatasyncs. The lost flag is
+// carried over from the last state.
 func (h *hardStateFile) store(s HardState) error {
-	next := hardStateSlot{sequence: h.last.sequence + 1, state: s}
+	next := hardStateSlot{sequence: h.last.sequence + 1, state: s, lost: h.last.lost}
 	b := next.encode()
 	for _, off := range []int64{0, hardStateSlotB} {
 		if _, err := h.file.WriteAt(b, off); err != nil {

@@ -71,13 +71,69 @@ func TestHardStateCases(t *testing.T) {
 				t.Fatalf("hard state %+v %s (%s), want %+v %s (%s)", rec.HardState, rec.HardStateVerdict, rec.HardStateReason, tc.want, want.verdict, tc.label)
 			}
 			_ = w.Close()
-			// Recovery rewrote both copies: the next open is clean and agrees.
+			// Recovery rewrote both copies: the next open agrees, and is CLEAN unless
+			// this one was TRUNCATED, whose mark a restart never forgets (H8).
 			w, rec2 := mustOpen(t, fs, manual(smallOptions()))
 			defer w.Close()
-			if rec2.HardStateVerdict != Clean || rec2.HardState != tc.want {
-				t.Fatalf("reopen: %+v %s (%s)", rec2.HardState, rec2.HardStateVerdict, rec2.HardStateReason)
+			wantAgain := "H3"
+			if want.verdict == Truncated {
+				wantAgain = "H8"
+			}
+			if rec2.HardStateReason[:2] != wantAgain || rec2.HardStateVerdict != hardStateCases[wantAgain].verdict ||
+				rec2.HardState != tc.want || w.HardStateLost() != (wantAgain == "H8") {
+				t.Fatalf("reopen: %+v %s (%s), want %s", rec2.HardState, rec2.HardStateVerdict, rec2.HardStateReason, wantAgain)
 			}
 		})
+	}
+}
+
+// The loss mark of H2/H6/H7 outlives restarts and hard-state writes, and only
+// ClearHardStateLoss (an operator's decision) removes it.
+func TestHardStateLossIsSticky(t *testing.T) {
+	fs := hsDisk(t, nil, nil, true) // H7
+	opts := manual(smallOptions())
+	reopen := func(w *WAL) (*WAL, *Recovery) {
+		t.Helper()
+		_ = w.Close()
+		return mustOpen(t, fs, opts)
+	}
+	w, rec := mustOpen(t, fs, opts)
+	if rec.HardStateVerdict != Truncated || !w.HardStateLost() {
+		t.Fatalf("H7: %s (%s)", rec.HardStateVerdict, rec.HardStateReason)
+	}
+	hs := HardState{Term: 9, Vote: 1}
+	if err := w.SetHardState(hs); err != nil {
+		t.Fatal(err)
+	}
+	w, rec = reopen(w)
+	if rec.HardStateVerdict != Truncated || rec.HardStateReason[:2] != "H8" || rec.HardState != hs {
+		t.Fatalf("after a hard-state write: %+v %s (%s)", rec.HardState, rec.HardStateVerdict, rec.HardStateReason)
+	}
+	if err := w.ClearHardStateLoss(); err != nil {
+		t.Fatal(err)
+	}
+	if w.HardStateLost() {
+		t.Fatal("mark still set after ClearHardStateLoss")
+	}
+	w, rec = reopen(w)
+	defer w.Close()
+	if rec.HardStateVerdict != Clean || rec.HardState != hs || w.HardStateLost() {
+		t.Fatalf("after ClearHardStateLoss: %+v %s (%s)", rec.HardState, rec.HardStateVerdict, rec.HardStateReason)
+	}
+	if err := w.ClearHardStateLoss(); err != nil {
+		t.Fatalf("clearing without a mark: %v", err)
+	}
+}
+
+// A torn write of a marked state keeps the mark: H8 is decided on the surviving copy.
+func TestHardStateLossSurvivesTornWrite(t *testing.T) {
+	marked := &hardStateSlot{sequence: 4, state: HardState{Term: 2, Vote: 1}, lost: true}
+	for _, fs := range []*vfs.MemFS{hsDisk(t, nil, marked, true), hsDisk(t, marked, nil, true)} {
+		w, rec := mustOpen(t, fs, manual(smallOptions()))
+		if rec.HardStateVerdict != Truncated || rec.HardStateReason[:2] != "H8" || rec.HardState != marked.state {
+			t.Fatalf("%+v %s (%s)", rec.HardState, rec.HardStateVerdict, rec.HardStateReason)
+		}
+		_ = w.Close()
 	}
 }
 
