@@ -111,6 +111,7 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 		n.Log[i] = log.Prefix(log.Len() - 1)
 		if m.durable() {
 			n.DurableLen[i] = min(s.DurableLen[i], uint8(n.Log[i].Len()))
+			m.keepStaleLog(s, &n, i)
 		}
 		label.Branch = BranchConflict
 		emit(n, label)

@@ -5,16 +5,31 @@ package spec
 // Flush is group commit: one fdatasync covers everything appended so far.
 //
 //	Flush(i) ==
-//	    /\ durableLen[i] < Len(log[i])
+//	    /\ durableLen[i] < Len(log[i]) \/ staleLog[i] /= <<>>
 //	    /\ durableLen' = [durableLen EXCEPT ![i] = Len(log[i])]
+//	    /\ staleLog'   = [staleLog EXCEPT ![i] = <<>>]
 //	    /\ UNCHANGED <<everything else>>
+//
+// staleLog is non-empty only with -bug truncation-not-synced: a pending
+// truncation is something to sync even when nothing was appended after it.
 func (m *Model) Flush(s *State, i ServerID, emit Emit) {
-	if int(s.DurableLen[i]) >= s.Log[i].Len() {
+	if int(s.DurableLen[i]) >= s.Log[i].Len() && s.StaleLog[i] == "" {
 		return
 	}
 	n := *s
 	n.DurableLen[i] = uint8(s.Log[i].Len())
+	n.StaleLog[i] = ""
 	emit(n, Label{Action: ActFlush, I: i})
+}
+
+// keepStaleLog records, with -bug truncation-not-synced, what a suffix
+// truncation from s to n leaves on disk until the next flush: the durable log
+// before the first such truncation since the last flush (a later one changes
+// nothing on disk). A truncation of unsynced entries only leaves nothing.
+func (m *Model) keepStaleLog(s, n *State, i ServerID) {
+	if m.Has(BugTruncationNotSynced) && s.StaleLog[i] == "" && n.DurableLen[i] < s.DurableLen[i] {
+		n.StaleLog[i] = s.Log[i].Prefix(int(s.DurableLen[i]))
+	}
 }
 
 // Crash replaces raft.tla's Restart: server i loses its volatile state and
@@ -32,21 +47,30 @@ func (m *Model) Flush(s *State, i ServerID, emit Emit) {
 //	    /\ (volatile state reset as in Restart(i))
 //
 // With -bug volatile-learned-commit, learnedCommit is not durable: the crash
-// also chooses learnedCommit' \in 0..learnedCommit[i].
+// also chooses learnedCommit' \in 0..learnedCommit[i]. With -bug
+// truncation-not-synced, a pending truncation may also be lost: the log
+// comes back as staleLog[i], all of it durable.
 func (m *Model) Crash(s *State, i ServerID, emit Emit) {
 	if s.CrashesLeft == 0 {
 		return
 	}
-	for k := int(s.DurableLen[i]); k <= s.Log[i].Len(); k++ {
+	crash := func(l Log, k int) {
 		for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
 			n := *s
 			m.resetVolatile(&n, i)
-			n.Log[i] = s.Log[i].Prefix(k)
+			n.Log[i] = l.Prefix(k)
 			n.DurableLen[i] = uint8(k)
+			n.StaleLog[i] = ""
 			n.LearnedCommit[i] = learned
 			n.CrashesLeft = s.CrashesLeft - 1
 			emit(n, Label{Action: ActCrash, I: i, Cut: uint8(k)})
 		}
+	}
+	for k := int(s.DurableLen[i]); k <= s.Log[i].Len(); k++ {
+		crash(s.Log[i], k)
+	}
+	if stale := s.StaleLog[i]; stale != "" {
+		crash(stale, stale.Len())
 	}
 }
 
@@ -90,6 +114,7 @@ func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
 			n.Log[i] = s.Log[i].Prefix(k)
 			n.DurableLen[i] = uint8(k)
 			n.LearnedCommit[i] = learned
+			n.StaleLog[i] = ""
 			n.Verdict[i] = Truncated
 			n.TruncatedAtTerm[i] = s.CurrentTerm[i]
 			n.CorruptionsLeft = s.CorruptionsLeft - 1

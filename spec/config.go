@@ -71,6 +71,11 @@ const (
 	// the learned commit lazily (for example in the log's own batches, one
 	// fdatasync with the entries, instead of a hard-state write per update).
 	BugVolatileLearnedCommit
+	// BugTruncationNotSynced: a suffix truncation (the conflict branch) is
+	// not durable until the next flush: a crash before it may bring back
+	// the durable log as it was before the truncation (impl/wal's
+	// TruncateSuffix without the driver's sync, docs/refinement.md).
+	BugTruncationNotSynced
 
 	bugEnd
 )
@@ -85,6 +90,7 @@ var bugNames = map[Bug]string{
 	BugTruncatedMemberVotes:        "truncated-member-votes",
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
 	BugVolatileLearnedCommit:       "volatile-learned-commit",
+	BugTruncationNotSynced:         "truncation-not-synced",
 }
 
 func (b Bug) String() string {

@@ -111,6 +111,9 @@ func (m *Model) encodeProtocolVars(e encoder, s *State, history bool) []byte {
 			e.u8(s.LearnedCommit[i])
 			e.u8(uint8(s.Verdict[i]))
 			e.u8(s.TruncatedAtTerm[i])
+			if m.Has(BugTruncationNotSynced) {
+				e.log(s.StaleLog[i])
+			}
 		}
 		if history {
 			e.uvar(len(s.Committed))
@@ -232,6 +235,9 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 			s.LearnedCommit[i] = d.u8()
 			s.Verdict[i] = Verdict(d.u8())
 			s.TruncatedAtTerm[i] = d.u8()
+			if m.Has(BugTruncationNotSynced) {
+				s.StaleLog[i] = d.log()
+			}
 		}
 		if n := d.uvar(); n > 0 {
 			s.Committed = make([]CommittedEntry, n)

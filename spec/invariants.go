@@ -61,6 +61,9 @@ func TypeOK(m *Model, s *State) string {
 		if (s.Verdict[i] == Clean) != (s.TruncatedAtTerm[i] == 0) {
 			return fmt.Sprintf("%v: verdict %v with truncatedAtTerm %d", i, s.Verdict[i], s.TruncatedAtTerm[i])
 		}
+		if s.StaleLog[i] != "" && (!m.Has(BugTruncationNotSynced) || s.StaleLog[i].Len() <= int(s.DurableLen[i])) {
+			return fmt.Sprintf("%v: staleLog %v with durableLen %d", i, s.StaleLog[i], s.DurableLen[i])
+		}
 	}
 	return ""
 }

@@ -177,6 +177,7 @@ func (m *Model) HandleAppendEntriesBatch(s *State, i, j ServerID, msg Message, e
 		n := *s
 		n.Log[i] = log.Prefix(keep)
 		n.DurableLen[i] = min(s.DurableLen[i], uint8(keep))
+		m.keepStaleLog(s, &n, i)
 		label.Branch = BranchConflict
 		emit(n, label)
 	case present < entries.Len():
@@ -250,6 +251,7 @@ func (m *Model) FlushTo(s *State, i ServerID, emit Emit) {
 	for k := int(s.DurableLen[i]) + 1; k < s.Log[i].Len(); k++ {
 		n := *s
 		n.DurableLen[i] = uint8(k)
+		n.StaleLog[i] = "" // the flusher syncs a pending truncation first
 		emit(n, Label{Action: ActFlushTo, I: i, Cut: uint8(k)})
 	}
 }

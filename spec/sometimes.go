@@ -75,6 +75,10 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActCrash && int(l.Cut) < pre.Log[l.I].Len()
 		}},
+	{Name: "TruncationLost", Profile: onlyDurable, Doc: "a crash brings back entries a truncation removed (only with -bug truncation-not-synced)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActCrash && !pre.Log[l.I].HasPrefix(post.Log[l.I])
+		}},
 	{Name: "FollowerFlushes", Profile: onlyDurable, Doc: "a follower flushes entries it appended (its ack waited for this)",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActFlush && pre.State[l.I] == Follower

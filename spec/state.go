@@ -46,7 +46,11 @@ type State struct {
 	LearnedCommit   [MaxServers + 1]uint8 // learnedCommit: highest commit index i learned (durable hard state)
 	Verdict         [MaxServers + 1]Verdict
 	TruncatedAtTerm [MaxServers + 1]uint8 // currentTerm[i] at the corruption that set Verdict[i] = Truncated
-	Committed       []CommittedEntry      // committed: history variable
+	// StaleLog, only with -bug truncation-not-synced (empty otherwise): the durable
+	// log as it was before a suffix truncation that no flush has synced yet, which a
+	// crash may bring back. Empty when no such truncation is pending.
+	StaleLog        [MaxServers + 1]Log
+	Committed       []CommittedEntry // committed: history variable
 	CrashesLeft     uint8
 	CorruptionsLeft uint8
 }

@@ -386,3 +386,6 @@ type CommittedEntry struct {
 	Term       uint8
 	CommitTerm uint8
 }
+
+// HasPrefix reports whether p is a prefix of l.
+func (l Log) HasPrefix(p Log) bool { return strings.HasPrefix(string(l), string(p)) }

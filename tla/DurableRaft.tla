@@ -43,7 +43,7 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
               "candidate-advertises-learned", "candidate-advertises-appended",
               "no-voter-learned-floor", "no-promotion-fence",
               "truncated-member-votes", "release-at-leader-commit",
-              "volatile-learned-commit">>
+              "volatile-learned-commit", "truncation-not-synced">>
 
 ASSUME /\ Profile \in {"raft", "durable"}
        /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames}
@@ -75,13 +75,15 @@ VARIABLE verdict           \* recovery verdict: CLEAN or TRUNCATED (durable)
 VARIABLE truncatedAtTerm   \* currentTerm[i] when the corruption happened
 VARIABLE committed         \* history: [index, term, cterm] of committed entries
 VARIABLE crashesLeft, corruptionsLeft   \* the environment's budgets
+VARIABLE staleLog          \* truncation-not-synced only: the durable log before
+                           \* a truncation no flush has synced yet (<<>>: none)
 
 serverVars    == <<currentTerm, state, votedFor>>
 logVars       == <<log, commitIndex>>
 candidateVars == <<votesResponded, votesGranted, voterLog>>
 leaderVars    == <<nextIndex, matchIndex, elections>>
 durableVars   == <<durableLen, learnedCommit, verdict, truncatedAtTerm,
-                   committed, crashesLeft, corruptionsLeft>>
+                   committed, crashesLeft, corruptionsLeft, staleLog>>
 vars == <<messages, allLogs, serverVars, candidateVars, leaderVars, logVars,
           durableVars>>
 
@@ -110,6 +112,16 @@ Discard(m) == messages' = WithoutMessage(m, messages)
 Reply(response, request) ==
     messages' = WithoutMessage(request, WithMessage(response, messages))
 
+\* With truncation-not-synced, a truncation that removes durable entries
+\* leaves the durable log it had on disk until the next flush; only the
+\* first one since the last flush changes what is on disk.
+KeepStaleLog(i) ==
+    IF /\ Has("truncation-not-synced")
+       /\ staleLog[i] = <<>>
+       /\ durableLen'[i] < durableLen[i]
+    THEN staleLog' = [staleLog EXCEPT ![i] = SubSeq(log[i], 1, durableLen[i])]
+    ELSE UNCHANGED staleLog
+
 -----------------------------------------------------------------------------
 (* Initial state *)
 
@@ -134,6 +146,7 @@ Init ==
     /\ committed       = {}
     /\ crashesLeft     = IF IsDurable THEN Crashes ELSE 0
     /\ corruptionsLeft = IF IsDurable THEN Corruptions ELSE 0
+    /\ staleLog        = [i \in Server |-> <<>>]
 
 -----------------------------------------------------------------------------
 (* Actions of raft.tla, with the durable profile's changes marked.         *)
@@ -283,7 +296,8 @@ AdvanceCommitIndex(i) ==
                   /\ committed' = RecordCommitted(log[i], newCommitIndex, currentTerm[i])
              ELSE UNCHANGED <<learnedCommit, committed>>
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, log,
-                   durableLen, verdict, truncatedAtTerm, crashesLeft, corruptionsLeft>>
+                   durableLen, verdict, truncatedAtTerm, crashesLeft, corruptionsLeft,
+                   staleLog>>
 
 -----------------------------------------------------------------------------
 (* Message handlers: i is the recipient, j the sender, m the message.      *)
@@ -408,7 +422,8 @@ AlreadyDoneAppendEntriesRequest(i, j, m) ==
                  msource     |-> i,
                  mdest       |-> j],
                 m)
-       /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft>>
+       /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
+                      staleLog>>
 
 \* conflict: i's entry at the index differs; it drops its last entry (the
 \* message stays).  durable: the durable prefix shrinks with the log.
@@ -422,6 +437,7 @@ ConflictAppendEntriesRequest(i, j, m) ==
        /\ IF IsDurable
           THEN durableLen' = [durableLen EXCEPT ![i] = Min({@, Len(log[i]) - 1})]
           ELSE UNCHANGED durableLen
+       /\ KeepStaleLog(i)
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft>>
 
@@ -492,13 +508,18 @@ DropMessage(m) ==
 (* Actions of profile durable only.                                        *)
 
 \* Group commit: one fdatasync makes all of log[i] durable.
+\* A pending truncation (staleLog, truncation-not-synced only) is also
+\* something to sync.  (Written as a negated conjunction: TLC would branch on
+\* a disjunction and generate the successor twice when both hold.)
 Flush(i) ==
     /\ IsDurable
-    /\ durableLen[i] < Len(log[i])
+    /\ ~(durableLen[i] = Len(log[i]) /\ staleLog[i] = <<>>)
     /\ durableLen' = [durableLen EXCEPT ![i] = Len(log[i])]
+    /\ staleLog'   = [staleLog EXCEPT ![i] = <<>>]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
                    crashesLeft, corruptionsLeft>>
+
 
 \* What a restart (Crash or Corrupt) brings back of learnedCommit[i]: all of
 \* it, as durable hard state; with volatile-learned-commit any lower value
@@ -515,19 +536,30 @@ RestartLearnedCommit(i) ==
 \* currentTerm, votedFor, learnedCommit, verdict, truncatedAtTerm are hard
 \* state and survive (learnedCommit only in part with
 \* volatile-learned-commit, see RestartLearnedCommit).
-CrashKeeping(i, k) ==
+CrashTo(i, l, k) ==
     /\ IsDurable
     /\ crashesLeft > 0
-    /\ k \in durableLen[i]..Len(log[i])
     /\ ResetVolatile(i)
-    /\ log'         = [log EXCEPT ![i] = SubSeq(@, 1, k)]
+    /\ log'         = [log EXCEPT ![i] = SubSeq(l, 1, k)]
     /\ durableLen'  = [durableLen EXCEPT ![i] = k]
+    /\ staleLog'    = [staleLog EXCEPT ![i] = <<>>]
     /\ crashesLeft' = crashesLeft - 1
     /\ RestartLearnedCommit(i)
     /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
                    verdict, truncatedAtTerm, committed, corruptionsLeft>>
 
-Crash(i) == \E k \in durableLen[i]..Len(log[i]) : CrashKeeping(i, k)
+CrashKeeping(i, k) ==
+    /\ k \in durableLen[i]..Len(log[i])
+    /\ CrashTo(i, log[i], k)
+
+\* With truncation-not-synced: the crash also loses a pending truncation,
+\* and the log comes back as the durable log before it.
+CrashStale(i) ==
+    /\ staleLog[i] /= <<>>
+    /\ CrashTo(i, staleLog[i], Len(staleLog[i]))
+
+Crash(i) == \/ \E k \in durableLen[i]..Len(log[i]) : CrashKeeping(i, k)
+            \/ CrashStale(i)
 
 \* A restart whose recovery finds i's log damaged inside its durable prefix:
 \* the log is cut to k < durableLen[i] entries and the verdict becomes
@@ -544,6 +576,7 @@ CorruptKeeping(i, k) ==
     /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
     /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = currentTerm[i]]
     /\ corruptionsLeft' = corruptionsLeft - 1
+    /\ staleLog'       = [staleLog EXCEPT ![i] = <<>>]
     /\ RestartLearnedCommit(i)
     /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
                    committed, crashesLeft>>
@@ -599,6 +632,7 @@ BatchConflictAppendEntriesRequest(i, j, m) ==
        /\ BatchConflict(i, m) > 0
        /\ log'        = [log EXCEPT ![i] = SubSeq(@, 1, keep)]
        /\ durableLen' = [durableLen EXCEPT ![i] = Min({@, keep})]
+       /\ KeepStaleLog(i)
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft>>
 
@@ -632,7 +666,8 @@ BatchAlreadyDoneAppendEntriesRequest(i, j, m) ==
                  msource     |-> i,
                  mdest       |-> j],
                 m)
-       /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft>>
+       /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
+                      staleLog>>
 
 HandleAppendEntriesBatchBranch(i, j, m, branch) ==
     /\ IsProduction
@@ -670,6 +705,7 @@ FlushToKeeping(i, k) ==
     /\ IsProduction
     /\ k \in (durableLen[i] + 1)..(Len(log[i]) - 1)
     /\ durableLen' = [durableLen EXCEPT ![i] = k]
+    /\ staleLog'   = [staleLog EXCEPT ![i] = <<>>]  \* a pending truncation is synced first
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
                    crashesLeft, corruptionsLeft>>
@@ -763,6 +799,8 @@ TypeOK ==
         /\ learnedCommit[i] \in Nat
         /\ verdict[i] \in {Clean, Truncated}
         /\ (verdict[i] = Clean) <=> (truncatedAtTerm[i] = 0)
+        /\ staleLog[i] /= <<>> => /\ Has("truncation-not-synced")
+                                  /\ Len(staleLog[i]) > durableLen[i]
     /\ crashesLeft \in Nat /\ corruptionsLeft \in Nat
 
 \* At most one leader per term.

@@ -44,6 +44,7 @@
 (*  |                              |   append); any when absent           |*)
 (*  | value                        | v of ClientRequest(i, v)             |*)
 (*  | cut                          | k of CrashKeeping / CorruptKeeping   |*)
+(*  |                              | (or Len(staleLog[i]) of CrashStale)  |*)
 (*  |                              |   (FlushToKeeping: any k if absent)  |*)
 (*  | state.currentTerm            | currentTerm'[i]                      |*)
 (*  | state.state                  | state'[i]                            |*)
@@ -181,7 +182,8 @@ LoggedStep(i) ==
          [] a = "AdvanceCommitIndex" -> AdvanceCommitIndex(i)
          [] a = "AppendEntries"      -> Event.peer \in Server /\ AppendEntries(i, Event.peer)
          [] a = "Flush"              -> Flush(i)
-         [] a = "Crash"              -> CrashKeeping(i, Event.cut)
+         [] a = "Crash"              -> \/ CrashKeeping(i, Event.cut)
+                                        \/ CrashStale(i) /\ Len(staleLog[i]) = Event.cut
          [] a = "Corrupt"            -> CorruptKeeping(i, Event.cut)
          [] a = "SendAppendEntries"  ->
                 LET prev == Event.msg.mprevLogIndex

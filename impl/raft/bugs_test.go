@@ -16,7 +16,7 @@ import (
 // docs/durable-raft.md). For them a scenario fails by printing what the
 // rule changes (a vote, a campaign), not by an invariant.
 var defenceInDepth = raft.BugCandidateAdvertisesAppended | raft.BugNoVoterLearnedFloor | raft.BugNoPromotionFence |
-	raft.BugVolatileLearnedCommit
+	raft.BugVolatileLearnedCommit | raft.BugTruncationNotSynced
 
 // TestSeedBugsFailScenarios re-introduces each seed bug through its
 // test-only switch (the names of spec's -bug switches) and requires that a

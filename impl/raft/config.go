@@ -164,6 +164,12 @@ const (
 	// back a lower value (it is persisted with the next term, vote or
 	// repair-marker change).
 	BugVolatileLearnedCommit
+	// BugTruncationNotSynced: not a change of the core but of its driver
+	// (the rafttest harness): a suffix truncation (Ready.TruncateFrom) is not
+	// synced before the next input, so until the next flush a crash may bring
+	// back the durable log as it was before it (impl/wal's TruncateSuffix
+	// without a Sync; docs/refinement.md).
+	BugTruncationNotSynced
 	bugEnd
 )
 
@@ -177,6 +183,7 @@ var bugNames = map[Bug]string{
 	BugTruncatedMemberVotes:        "truncated-member-votes",
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
 	BugVolatileLearnedCommit:       "volatile-learned-commit",
+	BugTruncationNotSynced:         "truncation-not-synced",
 }
 
 func (b Bug) String() string {

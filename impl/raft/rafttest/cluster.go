@@ -13,12 +13,18 @@ import (
 
 // SimWAL is a node's disk: what was written (readable at once, like a page
 // cache) and how much of it is fdatasync'd. Hard state and suffix
-// truncations are durable when written (the driver contract of raft.Ready).
+// truncations are durable when written (the driver contract of raft.Ready),
+// except that with raft.BugTruncationNotSynced a truncation waits for the
+// next flush.
 type SimWAL struct {
 	Log     *raft.MemoryStorage
 	Durable uint64
 	HS      raft.HardState
 	Failed  bool // the next flush fails (fdatasync EIO)
+	// Stale, with raft.BugTruncationNotSynced: the durable log before a
+	// truncation that no flush has synced yet (nil: none), which a crash may
+	// bring back (spec staleLog).
+	Stale *raft.MemoryStorage
 }
 
 // SimNode is one member: its disk, and its process when up.
@@ -168,6 +174,10 @@ func (c *Cluster) handle(sn *SimNode) {
 			w.HS = rd.HardState
 		}
 		if rd.TruncateFrom > 0 {
+			if c.Opts.Bugs&raft.BugTruncationNotSynced != 0 && w.Stale == nil && w.Durable >= rd.TruncateFrom {
+				w.Stale = w.Log.Clone()
+				w.Stale.Prefix(w.Durable)
+			}
 			if err := w.Log.Truncate(rd.TruncateFrom); err != nil {
 				panic(err)
 			}

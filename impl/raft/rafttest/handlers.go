@@ -126,7 +126,8 @@ func (e *Env) Handle(line string) (string, error) {
 		// Example: flush 1 2   (flush 1 to=3)
 		err = e.handleFlush(c)
 	case "crash", "stop":
-		// Example: crash 2 keep=0   (stop 2 keep=1: stays down)
+		// Example: crash 2 keep=0   (stop 2 keep=1: stays down; crash 2 lose-truncation:
+		// an unsynced truncation is lost, with the test switch truncation-not-synced)
 		err = e.handleCrash(c)
 	case "start":
 		// Example: start 2
@@ -322,7 +323,7 @@ func (e *Env) handleCrash(c Cmd) error {
 	if err != nil {
 		return err
 	}
-	e.C.Stop(id, keep)
+	e.C.StopLosingTruncation(id, keep, c.has("lose-truncation"))
 	if c.Name == "crash" {
 		return e.C.Start(id)
 	}

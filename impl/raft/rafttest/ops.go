@@ -116,6 +116,9 @@ func (c *Cluster) FlushTo(id raft.NodeID, index uint64) {
 	if index == 0 || index > last {
 		index = last
 	}
+	if index > w.Durable {
+		w.Stale = nil // the flusher syncs a pending truncation first (spec Flush, FlushTo)
+	}
 	w.Durable = max(w.Durable, index)
 	t, _ := w.Log.Term(w.Durable)
 	sn.Node.Advance(raft.AdvanceInfo{DurableIndex: w.Durable, DurableTerm: t})
@@ -131,8 +134,19 @@ func (c *Cluster) FailWAL(id raft.NodeID) {
 }
 
 // Stop crashes id and leaves it down. keep of its unsynced entries survive
-// on disk (-1: all).
+// on disk (-1: all). A truncation not yet synced (raft.BugTruncationNotSynced)
+// is lost or kept as the seed decides.
 func (c *Cluster) Stop(id raft.NodeID, keep int) {
+	if sn := c.Node(id); sn != nil && sn.WAL.Stale != nil {
+		c.StopLosingTruncation(id, keep, c.rng.IntN(2) == 0)
+		return
+	}
+	c.StopLosingTruncation(id, keep, false)
+}
+
+// StopLosingTruncation is Stop with the fate of an unsynced truncation
+// chosen: lost (the log comes back as it was durable before it) or kept.
+func (c *Cluster) StopLosingTruncation(id raft.NodeID, keep int, lose bool) {
 	sn := c.Node(id)
 	if sn == nil || sn.Node == nil {
 		return
@@ -143,11 +157,16 @@ func (c *Cluster) Stop(id raft.NodeID, keep int) {
 	if keep >= 0 {
 		k = min(last, w.Durable+uint64(keep))
 	}
-	w.Log.Prefix(k)
-	w.Durable = k
-	w.Failed = false
 	sn.stopDurable = sn.Node.Status().Durable
 	sn.Node = nil
+	w.Failed = false
+	if w.Stale != nil && lose {
+		w.Log, w.Durable, w.Stale = w.Stale, w.Stale.LastIndex(), nil
+		c.logf("n%d crashed and lost an unsynced truncation: back to %d entries", id, w.Durable)
+		return
+	}
+	w.Log.Prefix(k)
+	w.Durable, w.Stale = k, nil
 	c.logf("n%d crashed, keeps %d entries", id, k)
 }
 
@@ -202,7 +221,7 @@ func (c *Cluster) Corrupt(id raft.NodeID, cut uint64) error {
 		sn.Node = nil
 	}
 	sn.WAL.Log.Prefix(cut)
-	sn.WAL.Durable, sn.WAL.Failed = cut, false
+	sn.WAL.Durable, sn.WAL.Failed, sn.WAL.Stale = cut, false, nil
 	c.logf("n%d corrupted, recovers %d entries", id, cut)
 	return c.start(sn, raft.VerdictTruncated)
 }
