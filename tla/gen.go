@@ -304,6 +304,22 @@ func Generate() ([]TraceFile, error) {
 		return nil, err
 	}
 
+	mt, err := spec.NewModel(spec.Config{Profile: spec.ProfileDurable, Servers: 2, Values: 1,
+		MaxTerm: 3, MaxLog: 1, MaxDup: 1, MaxMsgs: 1, Crashes: 1, Corruptions: 0, Bugs: spec.BugTruncationNotSynced})
+	if err != nil {
+		return nil, err
+	}
+	lost, err := searchStep(mt, 1<<20, func(pre *spec.State, l spec.Label, post *spec.State) bool {
+		return l.Action == spec.ActCrash && !pre.Log[l.I].HasPrefix(post.Log[l.I])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("truncation lost: %w", err)
+	}
+	if err := add("bug-truncation-not-synced-lost.ndjson", mt, lost,
+		"with bug truncation-not-synced, a crash brings back the entries a truncation removed"); err != nil {
+		return nil, err
+	}
+
 	byName := map[string][]byte{}
 	for _, f := range out {
 		byName[f.Name] = f.Data
@@ -336,6 +352,8 @@ func Generate() ([]TraceFile, error) {
 			"a follower acknowledges an entry it has not flushed: legal only under bug follower-acks-appended"},
 		{"truncated-member-votes.ndjson", "bug-truncated-member-votes-grant.ndjson", WithoutBugs,
 			"a TRUNCATED member grants a vote: the settled rule forbids it until the member is repaired"},
+		{"truncation-lost.ndjson", "bug-truncation-not-synced-lost.ndjson", WithoutBugs,
+			"a crash brings back truncated entries: legal only under bug truncation-not-synced"},
 	}
 	for _, story := range stories {
 		mutations = append(mutations, struct {
