@@ -61,6 +61,13 @@ func (w *WAL) validateAppendLocked(entries []Entry) error {
 	return nil
 }
 
+// writable is writableLocked taking mu.
+func (w *WAL) writable() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writableLocked()
+}
+
 // writableLocked returns why the WAL accepts no writes, or nil.
 func (w *WAL) writableLocked() error {
 	if w.failErr != nil {
@@ -231,10 +238,7 @@ func (w *WAL) CompactPrefix(throughIndex uint64) error {
 func (w *WAL) SetHardState(hs HardState) error {
 	w.hsMu.Lock()
 	defer w.hsMu.Unlock()
-	w.mu.Lock()
-	err := w.writableLocked()
-	w.mu.Unlock()
-	if err != nil {
+	if err := w.writable(); err != nil {
 		return err
 	}
 	prev := w.hs.last.state
@@ -244,7 +248,13 @@ func (w *WAL) SetHardState(hs HardState) error {
 	if err := validateHardState(prev, hs); err != nil {
 		return err
 	}
-	if err := w.hs.store(hs); err != nil {
+	return w.storeHardStateLocked(hs, w.hs.last.lost)
+}
+
+// storeHardStateLocked makes the state and loss mark durable; a failed write fails
+// the WAL. Called with hsMu held, after writable.
+func (w *WAL) storeHardStateLocked(hs HardState, lost bool) error {
+	if err := w.hs.store(hs, lost); err != nil {
 		w.fail(err)
 		return w.Err()
 	}
@@ -259,20 +269,14 @@ func (w *WAL) SetHardState(hs HardState) error {
 func (w *WAL) ClearHardStateLoss() error {
 	w.hsMu.Lock()
 	defer w.hsMu.Unlock()
-	w.mu.Lock()
-	err := w.writableLocked()
-	w.mu.Unlock()
-	if err != nil {
+	if err := w.writable(); err != nil {
 		return err
 	}
 	if !w.hs.last.lost {
 		return nil
 	}
-	w.hs.last.lost = false
-	if err := w.hs.store(w.hs.last.state); err != nil {
-		w.hs.last.lost = true
-		w.fail(err)
-		return w.Err()
+	if err := w.storeHardStateLocked(w.hs.last.state, false); err != nil {
+		return err
 	}
 	w.log.Warn("wal: hard-state loss mark cleared by the operator", "term", w.hs.last.state.Term, "vote", w.hs.last.state.Vote)
 	return nil

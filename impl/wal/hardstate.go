@@ -178,8 +178,7 @@ func openHardState(fsys vfs.FS, dir string, segmentsExist bool, retries int) (*h
 		if !segmentsExist {
 			return h, hardStateCases["H1"], nil
 		}
-		h.last.lost = true
-		return h, hardStateCases["H2"], h.store(h.last.state)
+		return h, hardStateCases["H2"], h.store(h.last.state, true)
 	}
 	if err != nil {
 		return nil, hardStateCase{}, fmt.Errorf("wal: open hard state: %w", err)
@@ -199,7 +198,7 @@ func openHardState(fsys vfs.FS, dir string, segmentsExist bool, retries int) (*h
 		h.last.lost = true
 	}
 	if c.verdict != Clean && !(c.label == "H8" && okA && okB && a == b) {
-		if err := h.store(chosen.state); err != nil {
+		if err := h.store(chosen.state, h.last.lost); err != nil {
 			return nil, hardStateCase{}, err
 		}
 	}
@@ -235,10 +234,10 @@ func (h *hardStateFile) create() error {
 	return nil
 }
 
-// store writes s to slot A, fdatasyncs, then slot B, fdatasyncs. The lost flag is
-// carried over from the last state.
-func (h *hardStateFile) store(s HardState) error {
-	next := hardStateSlot{sequence: h.last.sequence + 1, state: s, lost: h.last.lost}
+// store writes s with the loss mark lost to slot A, fdatasyncs, then slot B,
+// fdatasyncs.
+func (h *hardStateFile) store(s HardState, lost bool) error {
+	next := hardStateSlot{sequence: h.last.sequence + 1, state: s, lost: lost}
 	b := next.encode()
 	for _, off := range []int64{0, hardStateSlotB} {
 		if _, err := h.file.WriteAt(b, off); err != nil {
