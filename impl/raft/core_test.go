@@ -279,14 +279,21 @@ func FuzzMessage(f *testing.F) {
 		if string(MarshalMessage(&m)) != string(b) {
 			t.Fatal("decoded frame does not re-encode to itself")
 		}
-		follower := mustNode(t, testConfig(2, logOf(1, 1, 2)), Boot{HardState: HardState{Term: 2, LearnedCommit: 2}, Verdict: VerdictClean})
-		_ = follower.Step(m)
-		follower.Ready()
-		leader := fuzzLeader(t)
-		m.To = 1
-		_ = leader.Step(m)
-		leader.Ready()
+		stepFuzzed(t, m)
 	})
+}
+
+// stepFuzzed feeds m to a follower (as addressed) and to a leader (readdressed to
+// it), each handling the Ready that follows; it returns the leader.
+func stepFuzzed(t *testing.T, m Message) *Node {
+	follower := mustNode(t, testConfig(2, logOf(1, 1, 2)), Boot{HardState: HardState{Term: 2, LearnedCommit: 2}, Verdict: VerdictClean})
+	_ = follower.Step(m)
+	follower.Ready()
+	leader := fuzzLeader(t)
+	m.To = 1
+	_ = leader.Step(m)
+	leader.Ready()
+	return leader
 }
 
 func fuzzLeader(t *testing.T) *Node {
@@ -379,13 +386,6 @@ func FuzzStepFields(f *testing.F) {
 		case MsgAppResp:
 			m.Success, m.MatchIndex, m.HintIndex, m.HintTerm, m.Seq = flag, idx, commit, idxTerm, leaderCommit
 		}
-		follower := mustNode(t, testConfig(2, logOf(1, 1, 2)), Boot{HardState: HardState{Term: 2, LearnedCommit: 2}, Verdict: VerdictClean})
-		_ = follower.Step(m)
-		follower.Ready()
-		leader := fuzzLeader(t)
-		m.To = 1
-		_ = leader.Step(m)
-		leader.Ready()
-		leader.Tick()
+		stepFuzzed(t, m).Tick()
 	})
 }
