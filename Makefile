@@ -11,11 +11,14 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-## check: formatting and vet.
+## check: formatting, vet, and the layering: no impl/ package (tests
+## included) reaches spec/; they meet only in conformance/, cmd/ and tla/.
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@bad=$$($(GO) list -deps -test ./impl/... | grep -E '^github.com/durableraft/durableraft/spec(/|$$)'); \
+	  if [ -n "$$bad" ]; then echo "impl/ reaches $$bad"; exit 1; fi
 
 ## test: what CI runs (.ci/run). Unit, table, scenario and fuzz-corpus tests,
 ## the race detector on packages with goroutines, small explorations of both

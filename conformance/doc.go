@@ -3,5 +3,8 @@
 // impl/ nodes, and check every history for linearizability with porcupine
 // and every trace for refinement of spec/.
 //
-// Nothing is built here yet: it depends on impl/raft and impl/wal.
+// This is where impl/ and spec/ meet (impl/ never imports spec/). Built so
+// far: package coretrace, which replays every trace of the protocol core's
+// scenario scripts and randomized runs with spec.CheckTrace. The
+// whole-replica simulator waits for the replica runtime.
 package conformance

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,9 +15,14 @@ import (
 	"github.com/durableraft/durableraft/trace"
 )
 
+// module is the project's import path.
+const module = "github.com/durableraft/durableraft"
+
 // TestCoreIsPure: the core imports no I/O, no concurrency, no clock and no
 // randomness of its own (time enters through Tick, randomness through
-// Config.Rand). Checked on the source with go/parser.
+// Config.Rand), and of the project's own packages only trace/ (the event
+// format it writes): not impl/wal (recovery enters through Boot), not
+// spec/. Checked on the source with go/parser.
 func TestCoreIsPure(t *testing.T) {
 	forbidden := map[string]bool{"os": true, "net": true, "sync": true, "sync/atomic": true, "time": true,
 		"math/rand": true, "math/rand/v2": true, "crypto/rand": true, "io/ioutil": true, "syscall": true, "unsafe": true}
@@ -29,14 +35,12 @@ func TestCoreIsPure(t *testing.T) {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		ast, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range ast.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
+		for _, p := range importsOf(t, f) {
 			if forbidden[p] || strings.HasPrefix(p, "net/") || strings.HasPrefix(p, "os/") {
 				t.Errorf("%s imports %q", f, p)
+			}
+			if strings.HasPrefix(p, module+"/") && p != module+"/trace" {
+				t.Errorf("%s imports the project's %q: the core imports only trace/", f, p)
 			}
 		}
 		src, _ := os.ReadFile(f)
@@ -48,6 +52,51 @@ func TestCoreIsPure(t *testing.T) {
 	if checked < 10 {
 		t.Fatalf("checked only %d files", checked)
 	}
+}
+
+// TestImplLayering: nothing under impl/, tests included, imports spec/ (or
+// any project package outside impl/ but trace/, through which spec/ could
+// come in): impl/ and spec/ meet only in conformance/, cmd/ and tla/.
+// Checked on every .go file of the tree with go/parser; `make check` also
+// asks go list for the transitive imports.
+func TestImplLayering(t *testing.T) {
+	files := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		files++
+		for _, p := range importsOf(t, path) {
+			rel, ok := strings.CutPrefix(p, module+"/")
+			if ok && rel != "trace" && !strings.HasPrefix(rel, "impl/") {
+				t.Errorf("%s imports %q: impl/ imports of the project only impl/... and trace/", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 40 {
+		t.Fatalf("checked only %d files under impl/", files)
+	}
+}
+
+func importsOf(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, imp := range f.Imports {
+		p, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			t.Fatalf("%s: import %s: %v", path, imp.Path.Value, err)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func cfgLimits() *Config {

@@ -61,7 +61,10 @@
 // # Tests
 //
 // testdata/*.txt are scenario scripts run by the harness of package
-// rafttest (interaction_test.go); random_test.go runs seeded randomized
-// clusters with every fault and replays every trace with spec.CheckTrace;
-// bugs_test.go requires each bug switch to fail a scenario.
+// rafttest (interaction_test.go: outputs and cluster invariants);
+// random_test.go runs seeded randomized clusters with every fault. Nothing
+// under impl/ imports spec/ (TestImplLayering): conformance/coretrace runs
+// the same scripts and seeds and replays every trace with spec.CheckTrace,
+// requires each bug switch to fail a scenario, and keeps the impl traces of
+// tla/traces/impl/.
 package raft

@@ -25,6 +25,8 @@
 //
 // [Env.Handle] runs the commands of impl/raft/testdata/*.txt (one handler
 // per command, each with an Example line, in the manner of etcd-io/raft's
-// interaction tests); [RunRandom] runs a seeded randomized behaviour with
-// every fault and then requires the cluster to recover.
+// interaction tests) and [RunScript] a whole script; [RunRandom] runs a
+// seeded randomized behaviour with every fault and then requires the
+// cluster to recover. A trace checker enters as a function
+// (ScriptOptions.CheckTrace, Env.CheckTrace).
 package rafttest

@@ -1,4 +1,4 @@
-package raft_test
+package coretrace
 
 import (
 	"path/filepath"
@@ -8,8 +8,51 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/raft/rafttest"
 	"github.com/durableraft/durableraft/spec"
 )
+
+// scriptDir holds the core's scenario scripts.
+var scriptDir = filepath.Join("..", "..", "impl", "raft", "testdata")
+
+func scripts(t *testing.T) []string {
+	t.Helper()
+	paths, err := rafttest.Scripts(scriptDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
+func runScript(t *testing.T, path string, bugs raft.Bug) rafttest.ScriptResult {
+	t.Helper()
+	res, err := rafttest.RunScript(path, rafttest.ScriptOptions{Bugs: bugs, CheckTrace: spec.CheckTrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestScenarioTraces runs every script with spec.CheckTrace as its trace
+// checker: the output must match (impl/raft's TestScenarios, -rewrite), the
+// cluster invariants must hold, and the spec must accept the trace at every
+// check command and at the end.
+func TestScenarioTraces(t *testing.T) {
+	for _, path := range scripts(t) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			res := runScript(t, path, 0)
+			for _, m := range res.Mismatches {
+				t.Error(m)
+			}
+			for _, v := range res.Violations {
+				t.Errorf("invariant violated: %s", v)
+			}
+			if res.TraceErr != nil {
+				t.Errorf("spec.CheckTrace rejects the trace (%d events): %v", res.Events, res.TraceErr)
+			}
+		})
+	}
+}
 
 // defenceInDepth are the switches whose rule the spec shows to be defence
 // in depth: no invariant breaks with the switch alone (scripts/bugs.sh,
@@ -31,15 +74,15 @@ func TestSeedBugsFailScenarios(t *testing.T) {
 		t.Run(bug.String(), func(t *testing.T) {
 			var broken, changed []string
 			for _, path := range paths {
-				res := runScript(t, path, bug, false)
-				if len(res.violations) > 0 {
-					broken = append(broken, filepath.Base(path)+": "+res.violations[0])
+				res := runScript(t, path, bug)
+				if len(res.Violations) > 0 {
+					broken = append(broken, filepath.Base(path)+": "+res.Violations[0])
 				}
-				if len(res.mismatches) > 0 {
+				if len(res.Mismatches) > 0 {
 					changed = append(changed, filepath.Base(path))
 				}
-				if res.traceErr != nil {
-					t.Errorf("%s: with -bug %v the spec rejects the trace: %v", path, bug, res.traceErr)
+				if res.TraceErr != nil {
+					t.Errorf("%s: with -bug %v the spec rejects the trace: %v", path, bug, res.TraceErr)
 				}
 			}
 			switch {
