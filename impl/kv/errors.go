@@ -22,12 +22,12 @@ var (
 	ErrBadSnapshot = errors.New("kv: bad snapshot")
 )
 
-// assert panics with context when an invariant of the store's own state does
+// violated panics with context: an invariant of the store's own state does
 // not hold. It guards programming errors only (a caller applying entries out
 // of order, a bug here): bytes from an entry or a snapshot are validated and
-// answered with an error, never with assert.
-func assert(ok bool, format string, args ...any) {
-	if !ok {
-		panic(fmt.Sprintf("kv: invariant violated: "+format, args...))
-	}
+// answered with an error, never with a panic. Callers test the condition
+// themselves (if !cond { violated(...) }) so that the arguments are boxed
+// only on failure: Apply's assertions cost no allocation.
+func violated(format string, args ...any) {
+	panic(fmt.Sprintf("kv: invariant violated: "+format, args...))
 }

@@ -112,7 +112,9 @@ func (r Result) Validate() error {
 
 // AppendResult appends the encoding of r (which must validate) to dst.
 func AppendResult(dst []byte, r Result) []byte {
-	assert(r.Validate() == nil, "encoding invalid result %v: %v", r, r.Validate())
+	if err := r.Validate(); err != nil {
+		violated("encoding an invalid result: %v", err)
+	}
 	dst = append(dst, resultVersion, byte(r.Code))
 	dst = le.AppendUint64(dst, r.Index)
 	dst = le.AppendUint64(dst, r.Revision)

@@ -171,8 +171,9 @@ func (st *Store) request(index uint64, c Command) Result {
 // keep records r as the answer to seq in sess (replacing an older answer
 // only under BugNoDedup).
 func (st *Store) keep(sess *session, seq uint64, r Result) {
-	assert(r.Code.Executed() && seq >= sess.lowestUnacked && seq-sess.lowestUnacked < SessionWindowMax,
-		"session %d keeps %v for seq %d (lowest unacked %d)", sess.id, r, seq, sess.lowestUnacked)
+	if !r.Code.Executed() || seq < sess.lowestUnacked || seq-sess.lowestUnacked >= SessionWindowMax {
+		violated("session %d keeps %v for seq %d (lowest unacked %d)", sess.id, r, seq, sess.lowestUnacked)
+	}
 	resp := response{seq: seq, code: r.Code, index: r.Index, revision: r.Revision}
 	i, found := sess.find(seq)
 	if found {
@@ -182,7 +183,9 @@ func (st *Store) keep(sess *session, seq uint64, r Result) {
 		sess.responses = slices.Insert(sess.responses, i, resp)
 	}
 	st.hash += st.hasher.response(sess.id, resp)
-	assert(len(sess.responses) <= SessionWindowMax, "session %d keeps %d responses", sess.id, len(sess.responses))
+	if len(sess.responses) > SessionWindowMax {
+		violated("session %d keeps %d responses", sess.id, len(sess.responses))
+	}
 }
 
 // touch records activity on sess at the store's clock, and raises its
@@ -210,7 +213,9 @@ func (st *Store) register(index uint64, c Command) Result {
 		st.stats.SessionLimit++
 		return Result{Code: CodeSessionLimit, Index: index}
 	}
-	assert(st.sessions[index] == nil, "session %d registered twice", index)
+	if st.sessions[index] != nil {
+		violated("session %d registered twice", index)
+	}
 	sess := &session{id: index, timeoutMs: c.TimeoutMs, lastActiveMs: st.clockMs, lowestUnacked: 1}
 	st.addSession(sess)
 	st.stats.SessionsRegistered++

@@ -122,9 +122,12 @@ func (st *Store) ApplyCommand(index, term uint64, c Command) Result {
 }
 
 func (st *Store) advance(index, term uint64) {
-	assert(index == st.appliedIndex+1 && index <= RevisionMax,
-		"apply of index %d after applied index %d", index, st.appliedIndex)
-	assert(term >= st.appliedTerm, "apply of index %d at term %d after term %d", index, term, st.appliedTerm)
+	if index != st.appliedIndex+1 || index > RevisionMax {
+		violated("apply of index %d after applied index %d", index, st.appliedIndex)
+	}
+	if term < st.appliedTerm {
+		violated("apply of index %d at term %d after term %d", index, term, st.appliedTerm)
+	}
 	st.appliedIndex, st.appliedTerm = index, term
 	st.stats.Applied++
 }
@@ -182,7 +185,7 @@ func (st *Store) write(index uint64, c Command) Result {
 		st.remove(c.Key, it)
 		return Result{Code: CodeOK, Index: index}
 	default:
-		assert(false, "write of op %v", c.Op)
+		violated("write of op %v", c.Op)
 	}
 	st.set(c.Key, it, c.Value, index)
 	return Result{Code: CodeOK, Index: index, Revision: index}
@@ -190,8 +193,9 @@ func (st *Store) write(index uint64, c Command) Result {
 
 // set stores a copy of value at key (whose item is it, nil if absent).
 func (st *Store) set(key []byte, it *item, value []byte, revision uint64) {
-	assert(len(key) >= 1 && len(key) <= KeyBytesMax && len(value) <= ValueBytesMax && revision >= 1 && revision <= st.appliedIndex,
-		"set of key of %d bytes, value of %d bytes at revision %d (applied %d)", len(key), len(value), revision, st.appliedIndex)
+	if len(key) < 1 || len(key) > KeyBytesMax || len(value) > ValueBytesMax || revision < 1 || revision > st.appliedIndex {
+		violated("set of key of %d bytes, value of %d bytes at revision %d (applied %d)", len(key), len(value), revision, st.appliedIndex)
+	}
 	if it == nil {
 		it = &item{}
 		st.items[string(key)] = it

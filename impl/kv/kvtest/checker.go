@@ -2,8 +2,10 @@ package kvtest
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/durableraft/durableraft/impl/kv"
@@ -233,10 +235,15 @@ func (c *checker) requests(requests []Request) {
 			}
 		}
 	}
+	var unsent []execution
 	for id, ex := range c.executions {
 		if !sent[id] {
-			c.violate("entry %d executed session=%d seq=%d, which no client sent", ex.index, id.session, id.seq)
+			unsent = append(unsent, ex)
 		}
+	}
+	slices.SortFunc(unsent, func(a, b execution) int { return cmp.Compare(a.index, b.index) }) // a reproducible report
+	for _, ex := range unsent {
+		c.violate("entry %d executed session=%d seq=%d, which no client sent", ex.index, ex.cmd.Session, ex.cmd.Seq)
 	}
 }
 
