@@ -218,127 +218,153 @@ func (mc *machine) revisionGuess(t *rapid.T, key []byte) uint64 {
 
 func (mc *machine) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"register": func(t *rapid.T) {
-			timeout := rapid.SampledFrom([]uint64{200, 800, 3000}).Draw(t, "timeout")
-			if r := mc.step(t, kv.Register(timeout).At(mc.time(t))); r.Code == kv.CodeOK {
-				mc.clients = append(mc.clients, &client{session: r.Index, nextSeq: 1, sent: map[uint64]kv.Command{},
-					pending: map[uint64]bool{}, answers: map[uint64][][]byte{}})
-			}
-		},
-		"write-without-session": func(t *rapid.T) { mc.step(t, mc.genWrite(t).At(mc.time(t))) },
-		"write": func(t *rapid.T) {
-			cl := mc.pickClient(t)
-			if cl == nil {
-				t.Skip("no client")
-			}
-			if rapid.IntRange(0, 30).Draw(t, "jump") == 0 {
-				cl.nextSeq += kv.SessionWindowMax - 2 // reach the window's edge
-			}
-			seq := cl.nextSeq
-			cl.nextSeq++
-			cl.pending[seq] = true
-			c := mc.genWrite(t).InSession(cl.session, seq, cl.lowestUnacked())
-			cl.sent[seq] = c
-			mc.step(t, c.At(mc.time(t)))
-		},
-		"retry": func(t *rapid.T) {
-			cl := mc.pickClient(t)
-			if cl == nil || len(cl.sent) == 0 {
-				t.Skip("nothing sent")
-			}
-			seqs := slices.Sorted(maps.Keys(cl.sent))
-			seq := rapid.SampledFrom(seqs).Draw(t, "seq")
-			c := cl.sent[seq]
-			if cl.pending[seq] {
-				c.LowestUnacked = cl.lowestUnacked() // a client's retry; otherwise a delayed duplicate
-			}
-			mc.step(t, c.At(mc.time(t)))
-		},
-		"ack": func(t *rapid.T) {
-			cl := mc.pickClient(t)
-			if cl == nil || len(cl.pending) == 0 {
-				t.Skip("nothing pending")
-			}
-			seq := rapid.SampledFrom(slices.Sorted(maps.Keys(cl.pending))).Draw(t, "seq")
-			// The client receives the answer of its latest attempt: the
-			// last entry carrying the request.
-			for i := len(mc.log) - 1; i >= 0; i-- {
-				c, err := kv.DecodeCommand(mc.log[i].Data)
-				if err == nil && c.Session == cl.session && c.Seq == seq {
-					cl.answers[seq] = append(cl.answers[seq], mc.log[i].Result)
-					break
-				}
-			}
-			delete(cl.pending, seq)
-		},
-		"keep-alive": func(t *rapid.T) {
-			if cl := mc.pickClient(t); cl != nil {
-				mc.step(t, kv.KeepAlive(cl.session, cl.lowestUnacked()).At(mc.time(t)))
-			}
-		},
-		"close": func(t *rapid.T) {
-			if cl := mc.pickClient(t); cl != nil && rapid.IntRange(0, 3).Draw(t, "really") == 0 {
-				mc.step(t, kv.Close(cl.session).At(mc.time(t)))
-			}
-		},
-		"unknown-session": func(t *rapid.T) {
-			id := mc.st.AppliedIndex() + rapid.Uint64Range(1, 5).Draw(t, "id")
-			mc.step(t, mc.genWrite(t).InSession(id, 1, 1).At(mc.time(t)))
-		},
-		"tick": func(t *rapid.T) {
-			mc.now += rapid.Uint64Range(0, 2000).Draw(t, "idle")
-			mc.step(t, kv.Noop().At(mc.now))
-		},
-		"empty-entry": func(t *rapid.T) {
-			mc.stepData(t, mc.st.AppliedIndex()+1, nil, &kv.Command{Op: kv.OpNoop})
-		},
-		"bad-entry": func(t *rapid.T) {
-			good, _ := mc.genWrite(t).Marshal()
-			bad := rapid.SliceOfN(rapid.Byte(), 0, 60).Draw(t, "garbage")
-			if rapid.Bool().Draw(t, "mutate") {
-				bad = bytes.Clone(good)
-				bad[rapid.IntRange(0, 1).Draw(t, "at")] ^= rapid.Byte().Filter(func(b byte) bool { return b != 0 }).Draw(t, "flip")
-			}
-			c, err := kv.DecodeCommand(bad)
-			if len(bad) == 0 {
-				c, err = kv.Noop(), nil // the core's empty entry
-			}
-			if err == nil {
-				mc.stepData(t, mc.st.AppliedIndex()+1, bad, &c)
-				return
-			}
-			mc.stepData(t, mc.st.AppliedIndex()+1, bad, nil)
-		},
-		"snapshot-restore": func(t *rapid.T) {
-			snap := snapshot(t, mc.st)
-			fresh, twin := kv.NewStore(kv.Options{}), kv.NewStore(kv.Options{})
-			if err := fresh.Restore(bytes.NewReader(snap)); err != nil {
-				t.Fatal(err)
-			}
-			if err := twin.Restore(bytes.NewReader(snapshot(t, mc.twin))); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(snapshot(t, fresh), snap) || fresh.Hash() != mc.st.Hash() || twin.Hash() != mc.st.Hash() {
-				t.Fatal("the restored store differs")
-			}
-			mc.st, mc.twin = fresh, twin
-		},
-		"restore-damaged": func(t *rapid.T) {
-			snap := snapshot(t, mc.st)
-			if rapid.Bool().Draw(t, "truncate") {
-				snap = snap[:rapid.IntRange(0, len(snap)-1).Draw(t, "cut")]
-			} else {
-				snap[rapid.IntRange(0, len(snap)-1).Draw(t, "byte")] ^= 1 << rapid.IntRange(0, 7).Draw(t, "bit")
-			}
-			hash, index := mc.st.Hash(), mc.st.AppliedIndex()
-			if err := mc.st.Restore(bytes.NewReader(snap)); err == nil {
-				t.Fatal("a damaged snapshot restored")
-			}
-			if mc.st.Hash() != hash || mc.st.AppliedIndex() != index {
-				t.Fatal("a refused restore changed the store")
-			}
-		},
-		"": mc.check,
+		"register":              mc.actionRegister,
+		"write-without-session": mc.actionWriteWithoutSession,
+		"write":                 mc.actionWrite,
+		"retry":                 mc.actionRetry,
+		"ack":                   mc.actionAck,
+		"keep-alive":            mc.actionKeepAlive,
+		"close":                 mc.actionClose,
+		"unknown-session":       mc.actionUnknownSession,
+		"tick":                  mc.actionTick,
+		"empty-entry":           mc.actionEmptyEntry,
+		"bad-entry":             mc.actionBadEntry,
+		"snapshot-restore":      mc.actionSnapshotRestore,
+		"restore-damaged":       mc.actionRestoreDamaged,
+		"":                      mc.check,
+	}
+}
+
+func (mc *machine) actionRegister(t *rapid.T) {
+	timeout := rapid.SampledFrom([]uint64{200, 800, 3000}).Draw(t, "timeout")
+	if r := mc.step(t, kv.Register(timeout).At(mc.time(t))); r.Code == kv.CodeOK {
+		mc.clients = append(mc.clients, &client{session: r.Index, nextSeq: 1, sent: map[uint64]kv.Command{},
+			pending: map[uint64]bool{}, answers: map[uint64][][]byte{}})
+	}
+}
+
+func (mc *machine) actionWriteWithoutSession(t *rapid.T) { mc.step(t, mc.genWrite(t).At(mc.time(t))) }
+
+func (mc *machine) actionWrite(t *rapid.T) {
+	cl := mc.pickClient(t)
+	if cl == nil {
+		t.Skip("no client")
+	}
+	if rapid.IntRange(0, 30).Draw(t, "jump") == 0 {
+		cl.nextSeq += kv.SessionWindowMax - 2 // reach the window's edge
+	}
+	seq := cl.nextSeq
+	cl.nextSeq++
+	cl.pending[seq] = true
+	c := mc.genWrite(t).InSession(cl.session, seq, cl.lowestUnacked())
+	cl.sent[seq] = c
+	mc.step(t, c.At(mc.time(t)))
+}
+
+func (mc *machine) actionRetry(t *rapid.T) {
+	cl := mc.pickClient(t)
+	if cl == nil || len(cl.sent) == 0 {
+		t.Skip("nothing sent")
+	}
+	seqs := slices.Sorted(maps.Keys(cl.sent))
+	seq := rapid.SampledFrom(seqs).Draw(t, "seq")
+	c := cl.sent[seq]
+	if cl.pending[seq] {
+		c.LowestUnacked = cl.lowestUnacked() // a client's retry; otherwise a delayed duplicate
+	}
+	mc.step(t, c.At(mc.time(t)))
+}
+
+func (mc *machine) actionAck(t *rapid.T) {
+	cl := mc.pickClient(t)
+	if cl == nil || len(cl.pending) == 0 {
+		t.Skip("nothing pending")
+	}
+	seq := rapid.SampledFrom(slices.Sorted(maps.Keys(cl.pending))).Draw(t, "seq")
+	// The client receives the answer of its latest attempt: the
+	// last entry carrying the request.
+	for i := len(mc.log) - 1; i >= 0; i-- {
+		c, err := kv.DecodeCommand(mc.log[i].Data)
+		if err == nil && c.Session == cl.session && c.Seq == seq {
+			cl.answers[seq] = append(cl.answers[seq], mc.log[i].Result)
+			break
+		}
+	}
+	delete(cl.pending, seq)
+}
+
+func (mc *machine) actionKeepAlive(t *rapid.T) {
+	if cl := mc.pickClient(t); cl != nil {
+		mc.step(t, kv.KeepAlive(cl.session, cl.lowestUnacked()).At(mc.time(t)))
+	}
+}
+
+func (mc *machine) actionClose(t *rapid.T) {
+	if cl := mc.pickClient(t); cl != nil && rapid.IntRange(0, 3).Draw(t, "really") == 0 {
+		mc.step(t, kv.Close(cl.session).At(mc.time(t)))
+	}
+}
+
+func (mc *machine) actionUnknownSession(t *rapid.T) {
+	id := mc.st.AppliedIndex() + rapid.Uint64Range(1, 5).Draw(t, "id")
+	mc.step(t, mc.genWrite(t).InSession(id, 1, 1).At(mc.time(t)))
+}
+
+func (mc *machine) actionTick(t *rapid.T) {
+	mc.now += rapid.Uint64Range(0, 2000).Draw(t, "idle")
+	mc.step(t, kv.Noop().At(mc.now))
+}
+
+func (mc *machine) actionEmptyEntry(t *rapid.T) {
+	mc.stepData(t, mc.st.AppliedIndex()+1, nil, &kv.Command{Op: kv.OpNoop})
+}
+
+func (mc *machine) actionBadEntry(t *rapid.T) {
+	good, _ := mc.genWrite(t).Marshal()
+	bad := rapid.SliceOfN(rapid.Byte(), 0, 60).Draw(t, "garbage")
+	if rapid.Bool().Draw(t, "mutate") {
+		bad = bytes.Clone(good)
+		bad[rapid.IntRange(0, 1).Draw(t, "at")] ^= rapid.Byte().Filter(func(b byte) bool { return b != 0 }).Draw(t, "flip")
+	}
+	c, err := kv.DecodeCommand(bad)
+	if len(bad) == 0 {
+		c, err = kv.Noop(), nil // the core's empty entry
+	}
+	if err == nil {
+		mc.stepData(t, mc.st.AppliedIndex()+1, bad, &c)
+		return
+	}
+	mc.stepData(t, mc.st.AppliedIndex()+1, bad, nil)
+}
+
+func (mc *machine) actionSnapshotRestore(t *rapid.T) {
+	snap := snapshot(t, mc.st)
+	fresh, twin := kv.NewStore(kv.Options{}), kv.NewStore(kv.Options{})
+	if err := fresh.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if err := twin.Restore(bytes.NewReader(snapshot(t, mc.twin))); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshot(t, fresh), snap) || fresh.Hash() != mc.st.Hash() || twin.Hash() != mc.st.Hash() {
+		t.Fatal("the restored store differs")
+	}
+	mc.st, mc.twin = fresh, twin
+}
+
+func (mc *machine) actionRestoreDamaged(t *rapid.T) {
+	snap := snapshot(t, mc.st)
+	if rapid.Bool().Draw(t, "truncate") {
+		snap = snap[:rapid.IntRange(0, len(snap)-1).Draw(t, "cut")]
+	} else {
+		snap[rapid.IntRange(0, len(snap)-1).Draw(t, "byte")] ^= 1 << rapid.IntRange(0, 7).Draw(t, "bit")
+	}
+	hash, index := mc.st.Hash(), mc.st.AppliedIndex()
+	if err := mc.st.Restore(bytes.NewReader(snap)); err == nil {
+		t.Fatal("a damaged snapshot restored")
+	}
+	if mc.st.Hash() != hash || mc.st.AppliedIndex() != index {
+		t.Fatal("a refused restore changed the store")
 	}
 }
 
