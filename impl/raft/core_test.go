@@ -147,6 +147,9 @@ func TestValidateRefuses(t *testing.T) {
 		"resp hint 2^64-1":             {Type: MsgAppResp, From: 1, To: 2, Term: 3, HintIndex: max, HintTerm: 1},
 		"resp hint term beyond term":   {Type: MsgAppResp, From: 1, To: 2, Term: 3, HintIndex: 1, HintTerm: 4},
 		"resp with vote fields":        {Type: MsgAppResp, From: 1, To: 2, Term: 3, LastLogIndex: 1},
+		"passive with vote fields":     {Type: MsgAppRespPassive, From: 1, To: 2, Term: 3, LastLogIndex: 1},
+		"passive rejection with match": {Type: MsgAppRespPassive, From: 1, To: 2, Term: 3, MatchIndex: 1},
+		"passive match 2^64-1":         {Type: MsgAppRespPassive, From: 1, To: 2, Term: 3, Success: true, MatchIndex: max},
 		"vote response with entries":   {Type: MsgVoteResp, From: 1, To: 2, Term: 3, Entries: []Entry{{Index: 1, Term: 1}}},
 		"pre-vote response with round": {Type: MsgPreVoteResp, From: 1, To: 2, Term: 3, Round: 1},
 	}
@@ -307,6 +310,8 @@ func sampleMessages() []Message {
 		{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: 3, PrevLogTerm: 3, Commit: 3, LeaderCommit: 3},
 		{Type: MsgAppResp, From: 2, To: 1, Term: 3, Success: true, MatchIndex: 3, Round: 7, Seq: 9},
 		{Type: MsgAppResp, From: 2, To: 1, Term: 3, HintIndex: 1, HintTerm: 1, Seq: 2},
+		{Type: MsgAppRespPassive, From: 2, To: 1, Term: 3, Success: true, MatchIndex: 3, Round: 7, Seq: 9},
+		{Type: MsgAppRespPassive, From: 2, To: 1, Term: 3, HintIndex: 1, HintTerm: 1, Seq: 2},
 		{Type: MsgTimeoutNow, From: 1, To: 2, Term: 3},
 	}
 }

@@ -36,6 +36,13 @@
 //     reported every Config.AlertTicks. The node never exits.
 //   - A failed WAL: the node acknowledges nothing, grants no vote, steps
 //     down, and says so, until it restarts.
+//   - A lost hard state (Boot.HardStateLost, impl/wal rows H2, H6, H7,
+//     H8): the member may have voted and acknowledged in a term it no
+//     longer knows, so for its whole life it grants no vote, never
+//     campaigns or leads, and its AppendEntries responses are passive
+//     (MsgAppRespPassive: flow control for the leader, counted toward no
+//     quorum); it keeps and applies the log, reports AlertHardStateLost
+//     every Config.AlertTicks, and traces nothing (outside the spec).
 //
 // # What a production Raft adds
 //

@@ -39,6 +39,13 @@ func (n *Node) Step(m Message) error {
 		default:
 			n.handleAppResp(m)
 		}
+	case MsgAppRespPassive:
+		// A member whose hard state was lost: flow control only. It raises
+		// no term and counts toward nothing; for another term, or when this
+		// node does not lead, it is ignored. No spec step.
+		if m.Term == n.hs.Term && n.role == RoleLeader {
+			n.handlePassiveResp(m)
+		}
 	case MsgPreVote:
 		n.handlePreVote(m)
 	case MsgPreVoteResp:

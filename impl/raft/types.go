@@ -108,12 +108,18 @@ const (
 	MsgPreVote                            // pre-vote request, for the prospective term
 	MsgPreVoteResp                        // pre-vote response
 	MsgTimeoutNow                         // leadership transfer: campaign now
+	// MsgAppRespPassive is the AppendEntries response of a member whose hard
+	// state was lost (Boot.HardStateLost): the fields of MsgAppResp, for the
+	// leader's flow control only. It counts toward no quorum (commit, read
+	// round, check-quorum), raises no term, and is no spec message.
+	MsgAppRespPassive
 	msgTypeEnd
 )
 
 var msgTypeNames = [...]string{
 	MsgVote: "MsgVote", MsgVoteResp: "MsgVoteResp", MsgApp: "MsgApp", MsgAppResp: "MsgAppResp",
 	MsgPreVote: "MsgPreVote", MsgPreVoteResp: "MsgPreVoteResp", MsgTimeoutNow: "MsgTimeoutNow",
+	MsgAppRespPassive: "MsgAppRespPassive",
 }
 
 func (t MessageType) String() string {
@@ -133,6 +139,7 @@ func (t MessageType) isSpec() bool { return t >= MsgVote && t <= MsgAppResp }
 //	MsgVoteResp, MsgPreVoteResp Term, Granted
 //	MsgApp                     Term, PrevLogIndex, PrevLogTerm, Entries, Commit, LeaderCommit, Round, Seq
 //	MsgAppResp                 Term, Success, MatchIndex, HintIndex, HintTerm (rejections), Round, Seq
+//	MsgAppRespPassive          as MsgAppResp
 //	MsgTimeoutNow              Term
 //
 // From, To and Type are always set.
@@ -192,7 +199,7 @@ func (m Message) String() string {
 				m.Entries[len(m.Entries)-1].Term, m.Entries[len(m.Entries)-1].Index)
 		}
 		return s
-	case MsgAppResp:
+	case MsgAppResp, MsgAppRespPassive:
 		if m.Success {
 			return fmt.Sprintf("%s match=%d", head, m.MatchIndex)
 		}
@@ -220,11 +227,13 @@ const (
 	AlertWALFailed                           // the WAL failed: acknowledging nothing, granting no vote
 	AlertProtocol                            // a peer sent something the protocol forbids
 	AlertStorage                             // storage returned something inconsistent
+	AlertHardStateLost                       // the hard state was lost: no vote, no campaign, passive until replaced
 )
 
 var alertNames = map[AlertKind]string{
 	AlertFenced: "FENCED", AlertPermanentFence: "PERMANENT-FENCE", AlertFenceReleased: "FENCE-RELEASED",
 	AlertWALFailed: "WAL-FAILED", AlertProtocol: "PROTOCOL", AlertStorage: "STORAGE",
+	AlertHardStateLost: "HARD-STATE-LOST",
 }
 
 func (k AlertKind) String() string {
@@ -250,6 +259,7 @@ var (
 	ErrProposalDropped  = errors.New("raft: proposal dropped: too much uncommitted data")
 	ErrTransferring     = errors.New("raft: leadership transfer in progress")
 	ErrFenced           = errors.New("raft: fenced from leadership")
+	ErrHardStateLost    = errors.New("raft: the hard state was lost; this member neither votes nor campaigns until an operator replaces it")
 	ErrInvalidMessage   = errors.New("raft: invalid message")
 	ErrCompacted        = errors.New("raft: entries compacted")
 	ErrUnavailable      = errors.New("raft: entries unavailable")

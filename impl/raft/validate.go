@@ -55,7 +55,7 @@ func validate(m *Message, self NodeID, voters []NodeID, c *Config) error {
 		if err := validateApp(m, c); err != nil {
 			return err
 		}
-	case MsgAppResp:
+	case MsgAppResp, MsgAppRespPassive:
 		appResp = true
 		if err := validateAppResp(m); err != nil {
 			return err
