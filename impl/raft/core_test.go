@@ -99,12 +99,6 @@ func importsOf(t *testing.T, path string) []string {
 	return out
 }
 
-func cfgLimits() *Config {
-	c := testConfig(2, NewMemoryStorage())
-	c.withDefaults()
-	return &c
-}
-
 // TestValidateRefuses: every field is checked at the gate, including
 // peer-supplied ranges of 2^64-1.
 func TestValidateRefuses(t *testing.T) {
@@ -135,10 +129,10 @@ func TestValidateRefuses(t *testing.T) {
 		"app commit above leader's":  func() Message { m := ok(app); m.LeaderCommit = 2; return m }(),
 		"app leader commit 2^64-1":   func() Message { m := ok(app); m.LeaderCommit = max; return m }(),
 		"app prev term at index 0":   {Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogTerm: 1},
-		"app too many entries":       func() Message { m := ok(app); m.Entries = make([]Entry, 257); return m }(),
+		"app too many entries":       func() Message { m := ok(app); m.Entries = make([]Entry, WireEntriesMax+1); return m }(),
 		"app too many bytes": func() Message {
 			m := ok(app)
-			m.Entries = []Entry{{Index: 2, Term: 2, Data: make([]byte, 2<<20)}}
+			m.Entries = []Entry{{Index: 2, Term: 2, Data: make([]byte, WireBytesMax+1)}}
 			return m
 		}(),
 		"resp success with hint":       {Type: MsgAppResp, From: 1, To: 2, Term: 3, Success: true, MatchIndex: 1, HintIndex: 1},
@@ -153,13 +147,12 @@ func TestValidateRefuses(t *testing.T) {
 		"vote response with entries":   {Type: MsgVoteResp, From: 1, To: 2, Term: 3, Entries: []Entry{{Index: 1, Term: 1}}},
 		"pre-vote response with round": {Type: MsgPreVoteResp, From: 1, To: 2, Term: 3, Round: 1},
 	}
-	c := cfgLimits()
 	for name, m := range cases {
-		if err := Validate(&m, 2, []NodeID{1, 2, 3}, c); !errors.Is(err, ErrInvalidMessage) {
+		if err := Validate(&m, 2, []NodeID{1, 2, 3}); !errors.Is(err, ErrInvalidMessage) {
 			t.Errorf("%s: accepted (%v)", name, err)
 		}
 	}
-	if err := Validate(&app, 2, []NodeID{1, 2, 3}, c); err != nil {
+	if err := Validate(&app, 2, []NodeID{1, 2, 3}); err != nil {
 		t.Errorf("a valid AppendEntries refused: %v", err)
 	}
 }

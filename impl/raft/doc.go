@@ -46,7 +46,9 @@
 //
 // # What a production Raft adds
 //
-// Many entries per AppendEntries (Config.MsgEntriesMax, MsgBytesMax);
+// Many entries per AppendEntries (Config.MsgEntriesMax, MsgBytesMax: what
+// a node sends; what it accepts is bounded by the protocol's WireEntriesMax
+// and WireBytesMax, so members with different limits still replicate);
 // pipelining with flow control (probe and replicate states, an inflight
 // window per follower); the leader's AppendEntries leave before its own
 // write is durable; proposals between two Readies go out in one batch; fast

@@ -7,7 +7,7 @@ import "fmt"
 // an invalid message is refused with ErrInvalidMessage and changes nothing.
 // A node whose WAL failed refuses every message with ErrWALFailed.
 func (n *Node) Step(m Message) error {
-	if err := Validate(&m, n.id, n.voters, &n.cfg); err != nil {
+	if err := Validate(&m, n.id, n.voters); err != nil {
 		return err
 	}
 	defer n.checkInvariants()

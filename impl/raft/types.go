@@ -19,6 +19,22 @@ const (
 	IndexMax uint64 = 1 << 62
 )
 
+// The hard bounds on one AppendEntries, whatever the configuration: what a
+// receiver accepts (Validate) and a transport should decode with
+// (UnmarshalMessage(b, WireEntriesMax, WireBytesMax)). Config's
+// MsgEntriesMax, MsgBytesMax and EntryBytesMax bound what a node sends and
+// proposes and must stay within them; a receiver never checks a peer's
+// message against its own Config, so members configured differently (a
+// rolling change of the limits) still replicate to each other. An entry
+// accepted once is therefore at most WireBytesMax, and a leader with a
+// smaller MsgBytesMax still sends it, alone in its message. (The WAL under
+// a node must take such a record: wal.Options.EntryBytesMax at least the
+// largest EntryBytesMax of any member.)
+const (
+	WireEntriesMax        = 1 << 14
+	WireBytesMax   uint64 = 16 << 20
+)
+
 // Entry is a log entry. Data is opaque to the core; the core never mutates
 // it and keeps references, so the caller must not mutate it either.
 type Entry struct {

@@ -58,6 +58,9 @@ type Options struct {
 	MsgEntriesMax, InflightMsgsMax int
 	ElectionTick, HeartbeatTick    int
 	Trace                          bool
+	// NodeConfig, when set, adjusts each node's configuration (per-node
+	// limits: a rolling configuration change).
+	NodeConfig func(cfg *raft.Config)
 }
 
 // acked is an entry a client was told is committed.
@@ -145,6 +148,9 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 	}
 	if o.Trace {
 		cfg.Trace = sink{c}
+	}
+	if o.NodeConfig != nil {
+		o.NodeConfig(&cfg)
 	}
 	return cfg
 }
