@@ -239,7 +239,7 @@ func (n *Node) evaluatePolicy(tick bool) {
 	}
 	changed := row != n.policyRow
 	if n.policyRow != nil && changed && row.outcome == OutcomeEligible && n.policyRow.outcome != OutcomeEligible {
-		n.alert(AlertFenceReleased, "row %s: %s (durable %d, learned commit %d)", row.row, row.outcome, n.log.durable, n.hs.LearnedCommit)
+		n.alertCondition(AlertFenceReleased, "row %s: %s (durable %d, learned commit %d)", row.row, row.outcome, n.log.durable, n.hs.LearnedCommit)
 	}
 	n.policyRow = row
 	if row.outcome == OutcomeEligible || (!changed && n.alertElapsed < n.cfg.AlertTicks) {
@@ -252,14 +252,14 @@ func (n *Node) evaluatePolicy(tick bool) {
 	}
 	switch row.outcome {
 	case OutcomeHardStateLost:
-		n.alert(AlertHardStateLost, "row %s: %s: %s (log verdict %s, term %d, durable %d, commit %d, vote requests refused %d)",
+		n.alertCondition(AlertHardStateLost, "row %s: %s: %s (log verdict %s, term %d, durable %d, commit %d, vote requests refused %d)",
 			row.row, row.outcome, row.why, verdict, n.hs.Term, n.log.durable, n.log.committed, n.votesRefused)
 		return
 	case OutcomePermanentFence:
-		n.alert(AlertPermanentFence, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
+		n.alertCondition(AlertPermanentFence, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
 			row.row, row.outcome, row.why, verdict, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
 	default:
-		n.alert(AlertFenced, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
+		n.alertCondition(AlertFenced, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
 			row.row, row.outcome, row.why, verdict, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
 	}
 }

@@ -62,6 +62,8 @@ type Node struct {
 
 	policyRow    *policyRow
 	alertElapsed int
+	ticks        uint64                   // Tick calls since boot: the alert limiter's clock
+	alertLimits  [alertKindEnd]alertLimit // per kind, for event alerts
 
 	msgs, msgsAfter []Message
 	readStates      []ReadState
@@ -190,11 +192,13 @@ func (n *Node) resetElection() {
 // Tick advances the node's logical clock by one tick.
 func (n *Node) Tick() {
 	defer n.checkInvariants()
+	n.ticks++
+	n.flushSuppressedAlerts()
 	if n.walFailed {
 		n.alertElapsed++
 		if n.alertElapsed >= n.cfg.AlertTicks {
 			n.alertElapsed = 0
-			n.alert(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
+			n.alertCondition(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
 		}
 		return
 	}
@@ -331,7 +335,7 @@ func (n *Node) fail(reason string) {
 	n.pendingReads, n.waitingReads = nil, nil
 	n.msgsAfter = nil
 	n.alertElapsed = 0
-	n.alert(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
+	n.alertCondition(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
 }
 
 // stepDown is spec StepDown: a leader or candidate becomes a follower in its
@@ -351,10 +355,6 @@ func (n *Node) becomeFollower(lead NodeID) {
 	n.transferee = None
 	n.votesGranted, n.votesRejected = 0, 0
 	n.heartbeatElapsed = 0
-}
-
-func (n *Node) alert(kind AlertKind, format string, args ...any) {
-	n.alerts = append(n.alerts, Alert{Kind: kind, Text: fmt.Sprintf("node %d: ", n.id) + fmt.Sprintf(format, args...)})
 }
 
 // send queues a message. Responses and vote requests wait for the hard

@@ -232,7 +232,12 @@ type ReadState struct {
 }
 
 // AlertKind classifies an operator-visible alert. Alerts repeat while their
-// condition lasts: the node never exits, it says what is wrong.
+// condition lasts: the node never exits, it says what is wrong. A lasting
+// condition (a fence, a failed WAL, a lost hard state) is reported when it
+// begins and every Config.AlertTicks; an event a peer or storage can repeat
+// on every message (a read that fails, a message the protocol forbids) is
+// reported at most once per AlertTicks per kind, and a summary alert of the
+// kind says how many more were suppressed in that window (alerts.go).
 type AlertKind uint8
 
 // Alert kinds.
@@ -244,6 +249,7 @@ const (
 	AlertProtocol                            // a peer sent something the protocol forbids
 	AlertStorage                             // storage returned something inconsistent
 	AlertHardStateLost                       // the hard state was lost: no vote, no campaign, passive until replaced
+	alertKindEnd
 )
 
 var alertNames = map[AlertKind]string{
