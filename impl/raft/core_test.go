@@ -309,51 +309,6 @@ func sampleMessages() []Message {
 	}
 }
 
-// FuzzMessage feeds arbitrary frames to the decoder and the decoded ones to
-// a follower and a leader: nothing panics, what decodes re-encodes to the
-// same bytes, and the nodes' invariants hold (checked after every Step).
-func FuzzMessage(f *testing.F) {
-	for _, m := range sampleMessages() {
-		f.Add(MarshalMessage(&m))
-	}
-	hostile := Message{Type: MsgApp, From: 1, To: 2, Term: math.MaxUint64, PrevLogIndex: math.MaxUint64, LeaderCommit: math.MaxUint64}
-	f.Add(MarshalMessage(&hostile))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := UnmarshalMessage(b, 256, 1<<20)
-		if err != nil {
-			return
-		}
-		if string(MarshalMessage(&m)) != string(b) {
-			t.Fatal("decoded frame does not re-encode to itself")
-		}
-		stepFuzzed(t, m)
-	})
-}
-
-// stepFuzzed feeds m to a follower (as addressed) and to a leader (readdressed to
-// it), each handling the Ready that follows; it returns the leader.
-func stepFuzzed(t *testing.T, m Message) *Node {
-	follower := mustNode(t, testConfig(2, logOf(1, 1, 2)), Boot{HardState: HardState{Term: 2, LearnedCommit: 2}, Verdict: VerdictClean})
-	_ = follower.Step(m)
-	follower.Ready()
-	leader := fuzzLeader(t)
-	m.To = 1
-	_ = leader.Step(m)
-	leader.Ready()
-	return leader
-}
-
-func fuzzLeader(t *testing.T) *Node {
-	n := mustNode(t, testConfig(1, logOf(1, 1, 2), 1, 2, 3), Boot{HardState: HardState{Term: 2}, Verdict: VerdictClean})
-	if err := n.Campaign(); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Step(Message{Type: MsgVoteResp, From: 2, To: 1, Term: 3, Granted: true}); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // heartbeatAckLoop is a leader handling a duplicate acknowledgment that
 // changes nothing: the hot path of a busy leader.
 func heartbeatAckLoop(tb testing.TB, sink TraceSink) (*Node, Message) {
@@ -409,30 +364,4 @@ func BenchmarkStepTraceOn(b *testing.B) {
 	for b.Loop() {
 		_ = n.Step(ack)
 	}
-}
-
-// FuzzStepFields builds messages field by field (past the checksum that
-// makes FuzzMessage's mutations mostly fail) and steps them into a follower
-// and a leader: the gate refuses what is invalid, and nothing panics.
-func FuzzStepFields(f *testing.F) {
-	f.Add(uint8(MsgApp), uint64(3), uint64(1), uint64(1), uint64(2), uint64(3), uint8(2), uint64(1), false)
-	f.Add(uint8(MsgAppResp), uint64(2), uint64(0), uint64(0), uint64(0), uint64(math.MaxUint64), uint8(0), uint64(1), true)
-	f.Add(uint8(MsgVote), uint64(math.MaxUint64), uint64(math.MaxUint64), uint64(1), uint64(0), uint64(0), uint8(0), uint64(0), false)
-	f.Fuzz(func(t *testing.T, typ uint8, term, idx, idxTerm, commit, leaderCommit uint64, entries uint8, entryTerm uint64, flag bool) {
-		m := Message{Type: MessageType(typ%8 + 1), From: 3, To: 2, Term: term}
-		switch m.Type {
-		case MsgVote, MsgPreVote:
-			m.LastLogIndex, m.LastLogTerm, m.Transfer = idx, idxTerm, flag
-		case MsgVoteResp, MsgPreVoteResp:
-			m.Granted = flag
-		case MsgApp:
-			m.PrevLogIndex, m.PrevLogTerm, m.Commit, m.LeaderCommit = idx, idxTerm, commit, leaderCommit
-			for k := 0; k < int(entries%8); k++ {
-				m.Entries = append(m.Entries, Entry{Index: idx + 1 + uint64(k), Term: entryTerm})
-			}
-		case MsgAppResp:
-			m.Success, m.MatchIndex, m.HintIndex, m.HintTerm, m.Seq = flag, idx, commit, idxTerm, leaderCommit
-		}
-		stepFuzzed(t, m).Tick()
-	})
 }

@@ -71,7 +71,12 @@
 //
 // testdata/*.txt are scenario scripts run by the harness of package
 // rafttest (interaction_test.go: outputs and cluster invariants);
-// random_test.go runs seeded randomized clusters with every fault. Nothing
+// random_test.go runs seeded randomized clusters with every fault;
+// validate_test.go holds every bound of Validate at its boundary (each case
+// fails when its check is dropped); the message fuzz targets (fuzz_test.go)
+// require that a refused message changes nothing in the node and that after
+// an accepted one the node, and every message it sends, is within the
+// documented ranges. Nothing
 // under impl/ imports spec/ (TestImplLayering): conformance/coretrace runs
 // the same scripts and seeds and replays every trace with spec.CheckTrace,
 // requires each bug switch to fail a scenario, and keeps the impl traces of
