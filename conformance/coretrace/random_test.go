@@ -164,3 +164,24 @@ func TestImplTracesKept(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomizedHardStateLossTraces replays the traces of impl/raft's
+// TestRandomizedHardStateLoss: a member whose hard state was lost traces
+// nothing (it is outside the spec), and every step of the others must
+// still be a step of the spec.
+func TestRandomizedHardStateLossTraces(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 20
+	}
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		c, err := rafttest.RunRandom(rafttest.HardStateLossRandom(seed))
+		if err != nil {
+			t.Errorf("seed %d: %v", seed, err)
+			continue
+		}
+		if err := spec.CheckTrace(c.Events); err != nil {
+			t.Errorf("seed %d: spec.CheckTrace rejects the trace (%d events): %v", seed, len(c.Events), err)
+		}
+	}
+}

@@ -3,13 +3,28 @@ package raft
 import "fmt"
 
 // Boot is what the caller recovered at startup: the hard state and the
-// WAL's verdict (impl/wal's Recovery), and how far the state machine had
+// WAL's verdicts (impl/wal's Recovery), and how far the state machine had
 // applied. The log itself is read through Config.Storage; everything in it
 // is durable (recovery syncs what it keeps).
 type Boot struct {
 	HardState HardState
-	Verdict   Verdict
-	Applied   uint64
+	Verdict   Verdict // the log's verdict (Recovery.Verdict)
+	// HardStateLost: the WAL could not recover the hard state
+	// (Recovery.HardStateVerdict is TRUNCATED: rows H2, H6, H7, and H8 on
+	// every later boot until an operator calls ClearHardStateLoss; or
+	// WAL.HardStateLost()). HardState is then whatever copy recovery chose,
+	// or zero. The member may have voted in a term it no longer knows, and
+	// may have acknowledged entries to a leader of that term, so the node
+	// runs passive for its whole life (boot policy row L): it grants no vote
+	// and no pre-vote, never campaigns or leads, and answers AppendEntries
+	// with MsgAppRespPassive, which the leader uses for flow control but
+	// counts toward no quorum; it still stores the log durably and applies
+	// what the leader says is committed, so it catches up. It reports
+	// AlertHardStateLost every Config.AlertTicks. It is outside the spec:
+	// its steps are not traced (docs/refinement.md, "What the driver must
+	// do", item 5).
+	HardStateLost bool
+	Applied       uint64
 }
 
 // The boot policy of seed 000 ("Boot Policy Decision Table", task 3.2),
@@ -39,6 +54,14 @@ const (
 	posBelow
 )
 
+// hardStateFinding is what recovery found of the hard state.
+type hardStateFinding uint8
+
+const (
+	hsKept hardStateFinding = iota + 1
+	hsLost                  // Boot.HardStateLost
+)
+
 // peerHeard says whether a leader was heard within Config.CatchUpTicks (or
 // the window since boot has not run out yet).
 type peerHeard uint8
@@ -62,6 +85,12 @@ const (
 	// to catch up from. The node stays alive, keeps listening for a leader,
 	// and says so every Config.AlertTicks. It never exits.
 	OutcomePermanentFence
+	// OutcomeHardStateLost: the hard state was lost (Boot.HardStateLost):
+	// no vote, no pre-vote, no campaign, no promotion, acknowledgments
+	// passive, until an operator replaces the member. Reported every
+	// Config.AlertTicks (AlertHardStateLost). Nothing the member hears
+	// releases it.
+	OutcomeHardStateLost
 	outcomeAssert // impossible inputs
 )
 
@@ -73,12 +102,15 @@ func (o Outcome) String() string {
 		return "FENCE+CATCH-UP"
 	case OutcomePermanentFence:
 		return "LOUD-PERMANENT-FENCE"
+	case OutcomeHardStateLost:
+		return "HARD-STATE-LOST"
 	}
 	return "ASSERT"
 }
 
 // policyInputs are the table's columns.
 type policyInputs struct {
+	hardState hardStateFinding
 	verdict   policyVerdict
 	position  position
 	snapshot  bool // the log starts after a compaction base (the seed's snapshot sentinel)
@@ -88,48 +120,53 @@ type policyInputs struct {
 
 // policyRow is one row. A nil slice matches any value of its column.
 type policyRow struct {
-	row       string
-	verdicts  []policyVerdict
-	positions []position
-	snapshot  []bool
-	firstBoot []bool
-	peers     []peerHeard
-	outcome   Outcome
-	why       string
+	row        string
+	hardStates []hardStateFinding
+	verdicts   []policyVerdict
+	positions  []position
+	snapshot   []bool
+	firstBoot  []bool
+	peers      []peerHeard
+	outcome    Outcome
+	why        string
 }
 
 var (
 	anyBool = []bool{false, true}
 	no      = []bool{false}
 	yes     = []bool{true}
+	kept    = []hardStateFinding{hsKept}
+	lost    = []hardStateFinding{hsLost}
 )
 
 // bootPolicy is the table. Every combination of inputs matches exactly one
 // row (TestBootPolicyExhaustive); TestBootPolicyRows drives each row through
 // a node.
 var bootPolicy = []policyRow{
-	{"1", []policyVerdict{pvClean}, []position{posAtOrAbove}, anyBool, no, nil, OutcomeEligible,
+	{"1", kept, []policyVerdict{pvClean}, []position{posAtOrAbove}, anyBool, no, nil, OutcomeEligible,
 		"log intact and not behind: a normal promotable member (Req 2.3)"},
-	{"6", []policyVerdict{pvClean}, []position{posAtOrAbove}, no, yes, nil, OutcomeEligible,
+	{"6", kept, []policyVerdict{pvClean}, []position{posAtOrAbove}, no, yes, nil, OutcomeEligible,
 		"empty first-boot log: not behind anything, promotable (Req 2.1, 2.3)"},
-	{"2", []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerYes}, OutcomeFenced,
+	{"2", kept, []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerYes}, OutcomeFenced,
 		"intact but behind the commit index it learned: catch up from the leader, then ELIGIBLE (Req 2.2, 2.3, 2.6)"},
-	{"4b", []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerNo}, OutcomePermanentFence,
+	{"4b", kept, []policyVerdict{pvClean}, []position{posBelow}, no, no, []peerHeard{peerNo}, OutcomePermanentFence,
 		"behind and no leader to catch up from: loud, non-promotable, alive; releases on catch-up (Req 2.4, 2.6)"},
-	{"5", []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerYes}, OutcomeFenced,
+	{"5", kept, []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerYes}, OutcomeFenced,
 		"a compaction base (snapshot sentinel) behind the high-water: CLEAN-but-behind, catch up (Req 2.1, 2.2)"},
-	{"5b", []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerNo}, OutcomeFenced,
+	{"5b", kept, []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerNo}, OutcomeFenced,
 		"a legitimate snapshot sentinel is never the permanent fence: it waits for a leader (Req 2.1)"},
-	{"3", []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
+	{"3", kept, []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
 		"corruption cut the durable log: catch up from the leader until FenceReleases, then ELIGIBLE (Req 2.2, 2.6)"},
-	{"4", []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
+	{"4", kept, []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
 		"corrupted and no leader: loud permanent fence, alive, keeps listening; releases on catch-up (Req 2.4, 2.6)"},
-	{"A1", []policyVerdict{pvClean}, []position{posBelow}, anyBool, yes, nil, outcomeAssert,
+	{"A1", kept, []policyVerdict{pvClean}, []position{posBelow}, anyBool, yes, nil, outcomeAssert,
 		"a first boot has nothing learned to be behind"},
-	{"A2", []policyVerdict{pvTruncated}, nil, anyBool, yes, nil, outcomeAssert,
+	{"A2", kept, []policyVerdict{pvTruncated}, nil, anyBool, yes, nil, outcomeAssert,
 		"a first boot has no log to find corrupted"},
-	{"A3", []policyVerdict{pvClean}, []position{posAtOrAbove}, yes, yes, nil, outcomeAssert,
+	{"A3", kept, []policyVerdict{pvClean}, []position{posAtOrAbove}, yes, yes, nil, outcomeAssert,
 		"a first boot has no compaction base"},
+	{"L", lost, nil, nil, anyBool, anyBool, nil, OutcomeHardStateLost,
+		"the hard state was lost (WAL rows H2, H6, H7, H8): this member may have voted, and acknowledged entries, in a term it no longer knows, so it grants no vote, never campaigns, and its acknowledgments count toward no quorum; it keeps the log and applies; replace the member (Boot.HardStateLost)"},
 }
 
 func (r *policyRow) matches(in policyInputs) bool {
@@ -141,7 +178,8 @@ func (r *policyRow) matches(in policyInputs) bool {
 		}
 		return false
 	}
-	return (r.verdicts == nil || has(len(r.verdicts), func(k int) bool { return r.verdicts[k] == in.verdict })) &&
+	return has(len(r.hardStates), func(k int) bool { return r.hardStates[k] == in.hardState }) &&
+		(r.verdicts == nil || has(len(r.verdicts), func(k int) bool { return r.verdicts[k] == in.verdict })) &&
 		(r.positions == nil || has(len(r.positions), func(k int) bool { return r.positions[k] == in.position })) &&
 		has(len(r.snapshot), func(k int) bool { return r.snapshot[k] == in.snapshot }) &&
 		has(len(r.firstBoot), func(k int) bool { return r.firstBoot[k] == in.firstBoot }) &&
@@ -160,8 +198,11 @@ func decidePolicy(in policyInputs) *policyRow {
 
 // policyInputs reads the table's inputs from the node.
 func (n *Node) policyInputs() policyInputs {
-	in := policyInputs{verdict: pvClean, position: posAtOrAbove, peer: peerYes,
+	in := policyInputs{hardState: hsKept, verdict: pvClean, position: posAtOrAbove, peer: peerYes,
 		snapshot: n.log.first > 1, firstBoot: n.firstBoot && n.log.last == 0 && n.hs.LearnedCommit == 0}
+	if n.hardStateLost {
+		in.hardState = hsLost
+	}
 	if n.hs.TruncatedAtTerm != 0 {
 		in.verdict = pvTruncated
 	}
@@ -182,8 +223,9 @@ func (n *Node) fenceOpen() bool {
 	return n.hs.TruncatedAtTerm == 0 && n.log.durable >= n.hs.LearnedCommit
 }
 
-// promotable reports whether the node may campaign.
-func (n *Node) promotable() bool { return !n.walFailed && n.fenceOpen() }
+// promotable reports whether the node may campaign. A member whose hard
+// state was lost never may (no bug switch opens that fence).
+func (n *Node) promotable() bool { return !n.walFailed && !n.hardStateLost && n.fenceOpen() }
 
 // evaluatePolicy re-evaluates the boot policy, reporting a change at once
 // and a lasting fence every Config.AlertTicks.
@@ -197,23 +239,29 @@ func (n *Node) evaluatePolicy(tick bool) {
 	}
 	changed := row != n.policyRow
 	if n.policyRow != nil && changed && row.outcome == OutcomeEligible && n.policyRow.outcome != OutcomeEligible {
-		n.alert(AlertFenceReleased, "row %s: %s (durable %d, learned commit %d)", row.row, row.outcome, n.log.durable, n.hs.LearnedCommit)
+		n.alertCondition(AlertFenceReleased, "row %s: %s (durable %d, learned commit %d)", row.row, row.outcome, n.log.durable, n.hs.LearnedCommit)
 	}
 	n.policyRow = row
 	if row.outcome == OutcomeEligible || (!changed && n.alertElapsed < n.cfg.AlertTicks) {
 		return
 	}
 	n.alertElapsed = 0
-	kind := AlertFenced
-	if row.outcome == OutcomePermanentFence {
-		kind = AlertPermanentFence
-	}
 	verdict := "CLEAN"
 	if n.hs.TruncatedAtTerm != 0 {
 		verdict = fmt.Sprintf("TRUNCATED at term %d", n.hs.TruncatedAtTerm)
 	}
-	n.alert(kind, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
-		row.row, row.outcome, row.why, verdict, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
+	switch row.outcome {
+	case OutcomeHardStateLost:
+		n.alertCondition(AlertHardStateLost, "row %s: %s: %s (log verdict %s, term %d, durable %d, commit %d, vote requests refused %d)",
+			row.row, row.outcome, row.why, verdict, n.hs.Term, n.log.durable, n.log.committed, n.votesRefused)
+		return
+	case OutcomePermanentFence:
+		n.alertCondition(AlertPermanentFence, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
+			row.row, row.outcome, row.why, verdict, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
+	default:
+		n.alertCondition(AlertFenced, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
+			row.row, row.outcome, row.why, verdict, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
+	}
 }
 
 func (n *Node) verdictString() string {

@@ -39,25 +39,35 @@ func mustNode(t *testing.T, cfg Config, boot Boot) *Node {
 // TestBootPolicyExhaustive: every combination of the table's inputs matches
 // exactly one row (TigerBeetle's recovery_cases discipline).
 func TestBootPolicyExhaustive(t *testing.T) {
-	for _, v := range []policyVerdict{pvClean, pvTruncated} {
-		for _, p := range []position{posAtOrAbove, posBelow} {
-			for _, snap := range []bool{false, true} {
-				for _, first := range []bool{false, true} {
-					for _, peer := range []peerHeard{peerYes, peerNo} {
-						in := policyInputs{verdict: v, position: p, snapshot: snap, firstBoot: first, peer: peer}
-						var rows []string
-						for k := range bootPolicy {
-							if bootPolicy[k].matches(in) {
-								rows = append(rows, bootPolicy[k].row)
+	combinations := 0
+	for _, h := range []hardStateFinding{hsKept, hsLost} {
+		for _, v := range []policyVerdict{pvClean, pvTruncated} {
+			for _, p := range []position{posAtOrAbove, posBelow} {
+				for _, snap := range []bool{false, true} {
+					for _, first := range []bool{false, true} {
+						for _, peer := range []peerHeard{peerYes, peerNo} {
+							in := policyInputs{hardState: h, verdict: v, position: p, snapshot: snap, firstBoot: first, peer: peer}
+							var rows []string
+							for k := range bootPolicy {
+								if bootPolicy[k].matches(in) {
+									rows = append(rows, bootPolicy[k].row)
+								}
 							}
-						}
-						if len(rows) != 1 {
-							t.Errorf("%+v matches rows %v, want exactly one", in, rows)
+							if len(rows) != 1 {
+								t.Errorf("%+v matches rows %v, want exactly one", in, rows)
+							}
+							if h == hsLost && len(rows) == 1 && rows[0] != "L" {
+								t.Errorf("%+v: a lost hard state decides row %s, want L", in, rows[0])
+							}
+							combinations++
 						}
 					}
 				}
 			}
 		}
+	}
+	if combinations != 64 {
+		t.Fatalf("%d combinations", combinations)
 	}
 }
 

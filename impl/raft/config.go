@@ -36,13 +36,16 @@ type Config struct {
 	// heartbeat round. It relies on clocks: see read.go. Needs CheckQuorum.
 	LeaseRead bool
 
-	// Replication limits: entries and data bytes per AppendEntries, and
+	// Replication limits: entries and data bytes per AppendEntries this node
+	// sends (at most WireEntriesMax and WireBytesMax; what it accepts is
+	// bounded by those, never by these, so members may differ), and
 	// AppendEntries in flight per follower (count and bytes).
 	MsgEntriesMax    int
 	MsgBytesMax      uint64
 	InflightMsgsMax  int
 	InflightBytesMax uint64
-	// EntryBytesMax bounds one proposal; UncommittedBytesMax bounds the data
+	// EntryBytesMax bounds one proposal to this node (an entry replicated
+	// from a leader is bounded by WireBytesMax); UncommittedBytesMax bounds the data
 	// proposed but not yet committed (proposals beyond it are dropped).
 	EntryBytesMax       uint64
 	UncommittedBytesMax uint64
@@ -113,6 +116,9 @@ func (c *Config) validate() error {
 		return errors.New("raft: config: message, inflight and pending-ack limits must be positive")
 	case c.EntryBytesMax > c.MsgBytesMax:
 		return fmt.Errorf("raft: config: EntryBytesMax %d exceeds MsgBytesMax %d", c.EntryBytesMax, c.MsgBytesMax)
+	case c.MsgEntriesMax > WireEntriesMax || c.MsgBytesMax > WireBytesMax:
+		return fmt.Errorf("raft: config: MsgEntriesMax %d, MsgBytesMax %d beyond the wire's %d, %d",
+			c.MsgEntriesMax, c.MsgBytesMax, WireEntriesMax, WireBytesMax)
 	}
 	seen := map[NodeID]bool{}
 	for _, id := range c.Voters {

@@ -36,10 +36,19 @@
 //     reported every Config.AlertTicks. The node never exits.
 //   - A failed WAL: the node acknowledges nothing, grants no vote, steps
 //     down, and says so, until it restarts.
+//   - A lost hard state (Boot.HardStateLost, impl/wal rows H2, H6, H7,
+//     H8): the member may have voted and acknowledged in a term it no
+//     longer knows, so for its whole life it grants no vote, never
+//     campaigns or leads, and its AppendEntries responses are passive
+//     (MsgAppRespPassive: flow control for the leader, counted toward no
+//     quorum); it keeps and applies the log, reports AlertHardStateLost
+//     every Config.AlertTicks, and traces nothing (outside the spec).
 //
 // # What a production Raft adds
 //
-// Many entries per AppendEntries (Config.MsgEntriesMax, MsgBytesMax);
+// Many entries per AppendEntries (Config.MsgEntriesMax, MsgBytesMax: what
+// a node sends; what it accepts is bounded by the protocol's WireEntriesMax
+// and WireBytesMax, so members with different limits still replicate);
 // pipelining with flow control (probe and replicate states, an inflight
 // window per follower); the leader's AppendEntries leave before its own
 // write is durable; proposals between two Readies go out in one batch; fast
@@ -62,7 +71,12 @@
 //
 // testdata/*.txt are scenario scripts run by the harness of package
 // rafttest (interaction_test.go: outputs and cluster invariants);
-// random_test.go runs seeded randomized clusters with every fault. Nothing
+// random_test.go runs seeded randomized clusters with every fault;
+// validate_test.go holds every bound of Validate at its boundary (each case
+// fails when its check is dropped); the message fuzz targets (fuzz_test.go)
+// require that a refused message changes nothing in the node and that after
+// an accepted one the node, and every message it sends, is within the
+// documented ranges. Nothing
 // under impl/ imports spec/ (TestImplLayering): conformance/coretrace runs
 // the same scripts and seeds and replays every trace with spec.CheckTrace,
 // requires each bug switch to fail a scenario, and keeps the impl traces of

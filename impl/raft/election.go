@@ -123,6 +123,12 @@ func (n *Node) handleVote(m Message) {
 	if m.Term > n.hs.Term {
 		n.updateTerm(&m, None)
 	}
+	if n.hardStateLost {
+		// It may have voted in this term already: no grant, and no answer
+		// (a rejection is a spec message, and this node is outside the spec).
+		n.votesRefused++
+		return
+	}
 	grant := n.voteGrant(&m)
 	if grant {
 		n.hs.Vote = m.From
@@ -172,7 +178,7 @@ func (n *Node) handleVoteResp(m Message) {
 // won reports whether the votes granted form a quorum and the promotion
 // fence is open (spec BecomeLeader's guards).
 func (n *Node) won() bool {
-	if popcount(n.votesGranted) < n.quorum() {
+	if n.hardStateLost || popcount(n.votesGranted) < n.quorum() {
 		return false
 	}
 	if n.role == RolePreCandidate {
@@ -196,6 +202,10 @@ func (n *Node) handlePreVote(m Message) {
 	}
 	if !n.has(BugTruncatedMemberVotes) && n.hs.TruncatedAtTerm != 0 {
 		grant = false
+	}
+	if n.hardStateLost {
+		grant = false
+		n.votesRefused++
 	}
 	resp := Message{Type: MsgPreVoteResp, To: m.From, Term: n.hs.Term, Granted: grant}
 	if grant {

@@ -18,6 +18,8 @@ import (
 //     otherwise prs is nil.
 //   - a leader's commit index only counts itself at its durable index.
 //   - walFailed implies role = Follower and no pending acknowledgment.
+//   - hardStateLost implies role = Follower and no tracer (the node is
+//     outside the spec), for the node's whole life.
 type Node struct {
 	cfg    Config
 	id     NodeID
@@ -54,8 +56,14 @@ type Node struct {
 	walFailed  bool
 	failReason string
 
+	// hardStateLost: Boot.HardStateLost; sticky for the node's life.
+	hardStateLost bool
+	votesRefused  uint64 // vote requests a lost hard state refused, for the alert
+
 	policyRow    *policyRow
 	alertElapsed int
+	ticks        uint64                   // Tick calls since boot: the alert limiter's clock
+	alertLimits  [alertKindEnd]alertLimit // per kind, for event alerts
 
 	msgs, msgsAfter []Message
 	readStates      []ReadState
@@ -69,22 +77,28 @@ type Node struct {
 // (empty storage, zero hard state) the node starts at term 1, as raft.tla's
 // Init. Any other boot is a restart: the spec's Crash, or Corrupt when the
 // WAL's verdict is TRUNCATED, which fences the member (truncatedAtTerm :=
-// the current term) until FenceReleases.
+// the current term) until FenceReleases. A boot with Boot.HardStateLost is
+// none of these: the node is passive for its life and traces nothing.
 func NewNode(cfg Config, boot Boot) (*Node, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: cfg.ID, voters: slices.Sorted(slices.Values(cfg.Voters))}
+	n := &Node{cfg: cfg, id: cfg.ID, voters: slices.Sorted(slices.Values(cfg.Voters)), hardStateLost: boot.HardStateLost}
 	if err := n.bootLog(boot); err != nil {
 		return nil, err
 	}
 	hs := boot.HardState
+	if n.hardStateLost && n.log.last >= n.log.first {
+		// The recovered copy (or zero) may be older than the log: the term
+		// is at least the last entry's. Nothing else of it is trusted.
+		hs.Term = max(hs.Term, n.log.lastTerm())
+	}
 	if err := n.validateHardState(hs); err != nil {
 		return nil, err
 	}
-	n.firstBoot = hs == (HardState{}) && n.log.last == 0 && n.log.first == 1
-	n.hsHanded = hs
+	n.firstBoot = hs == (HardState{}) && n.log.last == 0 && n.log.first == 1 && !n.hardStateLost
+	n.hsHanded = boot.HardState
 	if hs.Term == 0 {
 		hs.Term = 1
 	}
@@ -93,7 +107,7 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	}
 	n.hs = hs
 	n.resetElection()
-	if cfg.Trace != nil {
+	if cfg.Trace != nil && !n.hardStateLost {
 		tr, err := newTracer(n)
 		if err != nil {
 			return nil, err
@@ -178,11 +192,13 @@ func (n *Node) resetElection() {
 // Tick advances the node's logical clock by one tick.
 func (n *Node) Tick() {
 	defer n.checkInvariants()
+	n.ticks++
+	n.flushSuppressedAlerts()
 	if n.walFailed {
 		n.alertElapsed++
 		if n.alertElapsed >= n.cfg.AlertTicks {
 			n.alertElapsed = 0
-			n.alert(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
+			n.alertCondition(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
 		}
 		return
 	}
@@ -207,6 +223,9 @@ func (n *Node) Campaign() error {
 		return ErrWALFailed
 	case n.role == RoleLeader:
 		return nil
+	case n.hardStateLost:
+		n.evaluatePolicy(false)
+		return ErrHardStateLost
 	case !n.promotable():
 		n.evaluatePolicy(false)
 		return ErrFenced
@@ -316,7 +335,7 @@ func (n *Node) fail(reason string) {
 	n.pendingReads, n.waitingReads = nil, nil
 	n.msgsAfter = nil
 	n.alertElapsed = 0
-	n.alert(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
+	n.alertCondition(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
 }
 
 // stepDown is spec StepDown: a leader or candidate becomes a follower in its
@@ -338,18 +357,28 @@ func (n *Node) becomeFollower(lead NodeID) {
 	n.heartbeatElapsed = 0
 }
 
-func (n *Node) alert(kind AlertKind, format string, args ...any) {
-	n.alerts = append(n.alerts, Alert{Kind: kind, Text: fmt.Sprintf("node %d: ", n.id) + fmt.Sprintf(format, args...)})
-}
-
 // send queues a message. Responses and vote requests wait for the hard
 // state of their Ready (MessagesAfterPersist); AppendEntries, pre-votes and
 // TimeoutNow may leave at once (the leader writes its log in parallel with
-// replication).
+// replication). A member whose hard state was lost sends nothing a quorum
+// counts: its AppendEntries responses leave as MsgAppRespPassive, and it
+// sends no other spec message (the handlers never ask it to).
 func (n *Node) send(m Message) {
 	m.From = n.id
+	if n.hardStateLost {
+		switch m.Type {
+		case MsgAppResp:
+			m.Type = MsgAppRespPassive
+		case MsgPreVoteResp:
+			if m.Granted {
+				failf("a member with a lost hard state grants a pre-vote")
+			}
+		default:
+			failf("a member with a lost hard state sends %v", m.Type)
+		}
+	}
 	switch m.Type {
-	case MsgVote, MsgVoteResp, MsgAppResp:
+	case MsgVote, MsgVoteResp, MsgAppResp, MsgAppRespPassive:
 		n.msgsAfter = append(n.msgsAfter, m)
 	default:
 		n.msgs = append(n.msgs, m)
@@ -449,8 +478,13 @@ type Status struct {
 	Durable, Last   uint64
 	Fence           Outcome
 	FenceRow        string
+	FenceWhy        string // the boot policy row's reason: why the member may not lead (or vote)
 	WALFailed       bool
-	Progress        map[NodeID]ProgressStatus
+	// HardStateLost: booted with Boot.HardStateLost; the member neither
+	// votes nor campaigns and its acknowledgments are passive (Fence is
+	// OutcomeHardStateLost, FenceWhy says why) until an operator replaces it.
+	HardStateLost bool
+	Progress      map[NodeID]ProgressStatus
 }
 
 // ProgressStatus is the leader's view of one follower.
@@ -464,7 +498,8 @@ type ProgressStatus struct {
 func (n *Node) Status() Status {
 	st := Status{ID: n.id, Role: n.role, Lead: n.lead, HardState: n.hs, Verdict: n.verdictString(),
 		Commit: n.log.committed, Applied: n.log.applied, Durable: n.log.durable, Last: n.log.last,
-		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, WALFailed: n.walFailed}
+		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, FenceWhy: n.policyRow.why, WALFailed: n.walFailed,
+		HardStateLost: n.hardStateLost}
 	if n.prs != nil {
 		st.Progress = map[NodeID]ProgressStatus{}
 		for k := range n.prs {
@@ -501,6 +536,9 @@ func (n *Node) checkInvariants() {
 	}
 	if !(!n.walFailed || (n.role == RoleFollower && len(n.pendingAcks) == 0)) {
 		failf("failed WAL as %v", n.role)
+	}
+	if !(!n.hardStateLost || (n.role == RoleFollower && n.tr == nil)) {
+		failf("lost hard state as %v (traced %v)", n.role, n.tr != nil)
 	}
 	if !(n.role != RoleLeader || n.has(BugSelfCountsAppended) || n.commitQuorumIndex() >= n.log.committed ||
 		n.log.mustTerm(n.log.committed) != n.hs.Term) {

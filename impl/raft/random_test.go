@@ -47,3 +47,32 @@ func TestRandomized(t *testing.T) {
 		t.Error("no read answered")
 	}
 }
+
+// TestRandomizedHardStateLoss: the fault mix of TestRandomized plus members
+// losing their hard state (rafttest.HardStateLossRandom; at most as many
+// members without a vote as corruptions are allowed): the cluster
+// invariants hold, the cluster recovers, and the passive members' reports
+// reach the leaders.
+func TestRandomizedHardStateLoss(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 20
+	}
+	losses, reports := 0, 0
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		c, err := rafttest.RunRandom(rafttest.HardStateLossRandom(seed))
+		if err != nil {
+			t.Errorf("seed %d: %v", seed, err)
+			continue
+		}
+		for _, v := range c.Violations {
+			t.Errorf("seed %d: %s", seed, v)
+		}
+		losses += c.HardStateLosses
+		reports += c.PassiveReports
+	}
+	t.Logf("%d seeds: %d hard states lost, %d passive reports delivered", seeds, losses, reports)
+	if losses == 0 || reports == 0 {
+		t.Fatalf("%d losses, %d passive reports: the fault never ran", losses, reports)
+	}
+}

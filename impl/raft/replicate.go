@@ -196,6 +196,42 @@ func (n *Node) appSuccess(pr *progress, m *Message) {
 	}
 }
 
+// handlePassiveResp takes an AppendEntries response of a member whose hard
+// state was lost (MsgAppRespPassive, of the current term) for flow control
+// only: where to send from, which inflights are done. It raises no match
+// (so no commit), confirms no read round, counts for no check-quorum and
+// starts no transfer: that member may have voted for another leader of a
+// later term it no longer knows (docs/refinement.md).
+func (n *Node) handlePassiveResp(m Message) {
+	pr := n.progressOf(m.From)
+	if m.Success && m.MatchIndex > n.log.last {
+		n.alert(AlertProtocol, "follower %d reported index %d beyond the leader's last %d", m.From, m.MatchIndex, n.log.last)
+		return
+	}
+	if !m.Success {
+		n.appReject(pr, &m)
+		n.sendAppend(pr)
+		return
+	}
+	pr.successSeq = max(pr.successSeq, m.Seq)
+	pr.freeTo(m.MatchIndex)
+	switch pr.state {
+	case stateProbe:
+		switch {
+		case m.MatchIndex+1 < pr.next:
+			// An old report: the probe is still out.
+		case m.MatchIndex >= pr.match:
+			pr.becomeReplicate()
+			pr.next = m.MatchIndex + 1 // match is not raised
+		default:
+			pr.becomeProbe(m.MatchIndex + 1)
+		}
+	case stateReplicate:
+		pr.next = max(pr.next, m.MatchIndex+1)
+	}
+	n.sendAppend(pr)
+}
+
 // appReject backs off with the follower's hint (fast back-off): the next
 // probe starts after the last index whose term is at most the hint's term.
 // A rejection older than the latest success is stale and ignored.

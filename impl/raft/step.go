@@ -7,7 +7,7 @@ import "fmt"
 // an invalid message is refused with ErrInvalidMessage and changes nothing.
 // A node whose WAL failed refuses every message with ErrWALFailed.
 func (n *Node) Step(m Message) error {
-	if err := Validate(&m, n.id, n.voters, &n.cfg); err != nil {
+	if err := Validate(&m, n.id, n.voters); err != nil {
 		return err
 	}
 	defer n.checkInvariants()
@@ -38,6 +38,13 @@ func (n *Node) Step(m Message) error {
 			n.traceDrop(&m)
 		default:
 			n.handleAppResp(m)
+		}
+	case MsgAppRespPassive:
+		// A member whose hard state was lost: flow control only. It raises
+		// no term and counts toward nothing; for another term, or when this
+		// node does not lead, it is ignored. No spec step.
+		if m.Term == n.hs.Term && n.role == RoleLeader {
+			n.handlePassiveResp(m)
 		}
 	case MsgPreVote:
 		n.handlePreVote(m)

@@ -19,6 +19,22 @@ const (
 	IndexMax uint64 = 1 << 62
 )
 
+// The hard bounds on one AppendEntries, whatever the configuration: what a
+// receiver accepts (Validate) and a transport should decode with
+// (UnmarshalMessage(b, WireEntriesMax, WireBytesMax)). Config's
+// MsgEntriesMax, MsgBytesMax and EntryBytesMax bound what a node sends and
+// proposes and must stay within them; a receiver never checks a peer's
+// message against its own Config, so members configured differently (a
+// rolling change of the limits) still replicate to each other. An entry
+// accepted once is therefore at most WireBytesMax, and a leader with a
+// smaller MsgBytesMax still sends it, alone in its message. (The WAL under
+// a node must take such a record: wal.Options.EntryBytesMax at least the
+// largest EntryBytesMax of any member.)
+const (
+	WireEntriesMax        = 1 << 14
+	WireBytesMax   uint64 = 16 << 20
+)
+
 // Entry is a log entry. Data is opaque to the core; the core never mutates
 // it and keeps references, so the caller must not mutate it either.
 type Entry struct {
@@ -108,12 +124,18 @@ const (
 	MsgPreVote                            // pre-vote request, for the prospective term
 	MsgPreVoteResp                        // pre-vote response
 	MsgTimeoutNow                         // leadership transfer: campaign now
+	// MsgAppRespPassive is the AppendEntries response of a member whose hard
+	// state was lost (Boot.HardStateLost): the fields of MsgAppResp, for the
+	// leader's flow control only. It counts toward no quorum (commit, read
+	// round, check-quorum), raises no term, and is no spec message.
+	MsgAppRespPassive
 	msgTypeEnd
 )
 
 var msgTypeNames = [...]string{
 	MsgVote: "MsgVote", MsgVoteResp: "MsgVoteResp", MsgApp: "MsgApp", MsgAppResp: "MsgAppResp",
 	MsgPreVote: "MsgPreVote", MsgPreVoteResp: "MsgPreVoteResp", MsgTimeoutNow: "MsgTimeoutNow",
+	MsgAppRespPassive: "MsgAppRespPassive",
 }
 
 func (t MessageType) String() string {
@@ -133,6 +155,7 @@ func (t MessageType) isSpec() bool { return t >= MsgVote && t <= MsgAppResp }
 //	MsgVoteResp, MsgPreVoteResp Term, Granted
 //	MsgApp                     Term, PrevLogIndex, PrevLogTerm, Entries, Commit, LeaderCommit, Round, Seq
 //	MsgAppResp                 Term, Success, MatchIndex, HintIndex, HintTerm (rejections), Round, Seq
+//	MsgAppRespPassive          as MsgAppResp
 //	MsgTimeoutNow              Term
 //
 // From, To and Type are always set.
@@ -192,7 +215,7 @@ func (m Message) String() string {
 				m.Entries[len(m.Entries)-1].Term, m.Entries[len(m.Entries)-1].Index)
 		}
 		return s
-	case MsgAppResp:
+	case MsgAppResp, MsgAppRespPassive:
 		if m.Success {
 			return fmt.Sprintf("%s match=%d", head, m.MatchIndex)
 		}
@@ -209,7 +232,12 @@ type ReadState struct {
 }
 
 // AlertKind classifies an operator-visible alert. Alerts repeat while their
-// condition lasts: the node never exits, it says what is wrong.
+// condition lasts: the node never exits, it says what is wrong. A lasting
+// condition (a fence, a failed WAL, a lost hard state) is reported when it
+// begins and every Config.AlertTicks; an event a peer or storage can repeat
+// on every message (a read that fails, a message the protocol forbids) is
+// reported at most once per AlertTicks per kind, and a summary alert of the
+// kind says how many more were suppressed in that window (alerts.go).
 type AlertKind uint8
 
 // Alert kinds.
@@ -220,11 +248,14 @@ const (
 	AlertWALFailed                           // the WAL failed: acknowledging nothing, granting no vote
 	AlertProtocol                            // a peer sent something the protocol forbids
 	AlertStorage                             // storage returned something inconsistent
+	AlertHardStateLost                       // the hard state was lost: no vote, no campaign, passive until replaced
+	alertKindEnd
 )
 
 var alertNames = map[AlertKind]string{
 	AlertFenced: "FENCED", AlertPermanentFence: "PERMANENT-FENCE", AlertFenceReleased: "FENCE-RELEASED",
 	AlertWALFailed: "WAL-FAILED", AlertProtocol: "PROTOCOL", AlertStorage: "STORAGE",
+	AlertHardStateLost: "HARD-STATE-LOST",
 }
 
 func (k AlertKind) String() string {
@@ -250,6 +281,7 @@ var (
 	ErrProposalDropped  = errors.New("raft: proposal dropped: too much uncommitted data")
 	ErrTransferring     = errors.New("raft: leadership transfer in progress")
 	ErrFenced           = errors.New("raft: fenced from leadership")
+	ErrHardStateLost    = errors.New("raft: the hard state was lost; this member neither votes nor campaigns until an operator replaces it")
 	ErrInvalidMessage   = errors.New("raft: invalid message")
 	ErrCompacted        = errors.New("raft: entries compacted")
 	ErrUnavailable      = errors.New("raft: entries unavailable")

@@ -12,18 +12,19 @@ import (
 // carry are zero (strict on the wire: one flipped bit does not pass as
 // another message); an AppendEntries' entries are contiguous from
 // PrevLogIndex+1, of terms within [PrevLogTerm, Term], no more than
-// MsgEntriesMax and MsgBytesMax; its commit index does not exceed its last
-// entry. What depends on the local log (a match index beyond the leader's
-// log, a hint beyond it) is checked, or clamped to the local frontier, by
-// the handlers.
-func Validate(m *Message, self NodeID, voters []NodeID, c *Config) error {
-	if err := validate(m, self, voters, c); err != nil {
+// WireEntriesMax and WireBytesMax (the protocol's hard bounds, not the
+// receiver's Config: a peer's send limits may differ); its commit index
+// does not exceed its last entry. What depends on the local log (a match
+// index beyond the leader's log, a hint beyond it) is checked, or clamped
+// to the local frontier, by the handlers.
+func Validate(m *Message, self NodeID, voters []NodeID) error {
+	if err := validate(m, self, voters); err != nil {
 		return fmt.Errorf("%w: %v: %v", ErrInvalidMessage, err, m.Type)
 	}
 	return nil
 }
 
-func validate(m *Message, self NodeID, voters []NodeID, c *Config) error {
+func validate(m *Message, self NodeID, voters []NodeID) error {
 	switch {
 	case m.Type < MsgVote || m.Type >= msgTypeEnd:
 		return fmt.Errorf("unknown type %d", uint8(m.Type))
@@ -52,10 +53,10 @@ func validate(m *Message, self NodeID, voters []NodeID, c *Config) error {
 		resp = true
 	case MsgApp:
 		app = true
-		if err := validateApp(m, c); err != nil {
+		if err := validateApp(m); err != nil {
 			return err
 		}
-	case MsgAppResp:
+	case MsgAppResp, MsgAppRespPassive:
 		appResp = true
 		if err := validateAppResp(m); err != nil {
 			return err
@@ -79,12 +80,12 @@ func validate(m *Message, self NodeID, voters []NodeID, c *Config) error {
 	return nil
 }
 
-func validateApp(m *Message, c *Config) error {
+func validateApp(m *Message) error {
 	if m.PrevLogIndex > IndexMax || m.PrevLogTerm > m.Term || (m.PrevLogIndex == 0) != (m.PrevLogTerm == 0) {
 		return fmt.Errorf("prev %d/%d at term %d", m.PrevLogTerm, m.PrevLogIndex, m.Term)
 	}
-	if len(m.Entries) > c.MsgEntriesMax {
-		return fmt.Errorf("%d entries, at most %d", len(m.Entries), c.MsgEntriesMax)
+	if len(m.Entries) > WireEntriesMax {
+		return fmt.Errorf("%d entries, at most %d", len(m.Entries), WireEntriesMax)
 	}
 	last := m.PrevLogIndex + uint64(len(m.Entries))
 	if last > IndexMax {
@@ -100,13 +101,9 @@ func validateApp(m *Message, c *Config) error {
 			return fmt.Errorf("entry %d has term %d, want [%d, %d]", e.Index, e.Term, term, m.Term)
 		}
 		term = e.Term
-		if uint64(len(e.Data)) > c.EntryBytesMax {
-			return fmt.Errorf("entry %d of %d bytes", e.Index, len(e.Data))
+		if size += uint64(len(e.Data)); size > WireBytesMax {
+			return fmt.Errorf("more than %d bytes of entries", WireBytesMax)
 		}
-		size += uint64(len(e.Data))
-	}
-	if size > c.MsgBytesMax {
-		return fmt.Errorf("%d bytes of entries, at most %d", size, c.MsgBytesMax)
 	}
 	if m.Commit > last || m.Commit > m.LeaderCommit || m.LeaderCommit > IndexMax {
 		return fmt.Errorf("commit %d, leader commit %d, last entry %d", m.Commit, m.LeaderCommit, last)

@@ -25,6 +25,11 @@ type SimWAL struct {
 	// truncation that no flush has synced yet (nil: none), which a crash may
 	// bring back (spec staleLog).
 	Stale *raft.MemoryStorage
+	// PrevHS is the hard state before the last write (what a WAL that lost
+	// its newest copy may give back); HSLost is the WAL's loss mark (impl/wal
+	// rows H2, H6, H7, H8): sticky, every boot is told Boot.HardStateLost.
+	PrevHS raft.HardState
+	HSLost bool
 }
 
 // SimNode is one member: its disk, and its process when up.
@@ -53,6 +58,9 @@ type Options struct {
 	MsgEntriesMax, InflightMsgsMax int
 	ElectionTick, HeartbeatTick    int
 	Trace                          bool
+	// NodeConfig, when set, adjusts each node's configuration (per-node
+	// limits: a rolling configuration change).
+	NodeConfig func(cfg *raft.Config)
 }
 
 // acked is an entry a client was told is committed.
@@ -81,8 +89,11 @@ type Cluster struct {
 	reads   map[string]uint64      // ctx -> the highest acknowledged index when the read was asked
 	// Counts of what happened, for the randomized runs' coverage checks.
 	ReadsAnswered int
-	crashes       int
-	corrupts      int
+	// HardStateLosses counts LoseHardState; PassiveReports the
+	// MsgAppRespPassive delivered to a running node.
+	HardStateLosses, PassiveReports int
+	crashes                         int
+	corrupts                        int
 }
 
 // NewCluster starts n fresh nodes.
@@ -138,11 +149,14 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 	if o.Trace {
 		cfg.Trace = sink{c}
 	}
+	if o.NodeConfig != nil {
+		o.NodeConfig(&cfg)
+	}
 	return cfg
 }
 
 func (c *Cluster) start(sn *SimNode, v raft.Verdict) error {
-	n, err := raft.NewNode(c.config(sn), raft.Boot{HardState: sn.WAL.HS, Verdict: v, Applied: sn.Applied})
+	n, err := raft.NewNode(c.config(sn), raft.Boot{HardState: sn.WAL.HS, Verdict: v, HardStateLost: sn.WAL.HSLost, Applied: sn.Applied})
 	if err != nil {
 		return err
 	}
@@ -171,7 +185,7 @@ func (c *Cluster) handle(sn *SimNode) {
 		rd := sn.Node.Ready()
 		w := sn.WAL
 		if rd.HardStateChanged {
-			w.HS = rd.HardState
+			w.PrevHS, w.HS = w.HS, rd.HardState
 		}
 		if rd.TruncateFrom > 0 {
 			if c.Opts.Bugs&raft.BugTruncationNotSynced != 0 && w.Stale == nil && w.Durable >= rd.TruncateFrom {
@@ -321,7 +335,9 @@ func (c *Cluster) sortedIndexes() []uint64 {
 // CheckInvariants checks the cluster after a step:
 //   - AckedDurable: every entry a client was told is committed is in the
 //     durable prefix of a majority, counting TRUNCATED members (whose copy
-//     a corruption may have taken) as holders, as the spec does;
+//     a corruption may have taken) as holders, as the spec does, and
+//     members whose hard state was lost (they vote no more, so what their
+//     log lost matters to no election: a stale leader may overwrite it);
 //   - NoAckedLoss: every running leader of a later term holds it.
 //
 // ElectionSafety and StateMachineSafety are checked as they happen.
@@ -332,7 +348,7 @@ func (c *Cluster) CheckInvariants() {
 		holders := 0
 		for _, sn := range c.Nodes {
 			t, err := sn.WAL.Log.Term(i)
-			if (err == nil && t == a.term && sn.WAL.Durable >= i) || sn.WAL.HS.TruncatedAtTerm != 0 {
+			if (err == nil && t == a.term && sn.WAL.Durable >= i) || sn.WAL.HS.TruncatedAtTerm != 0 || sn.WAL.HSLost {
 				holders++
 			}
 		}
@@ -362,6 +378,9 @@ func describe(sn *SimNode) string {
 		st.HardState.LearnedCommit, st.Verdict, st.Fence, st.FenceRow)
 	if st.WALFailed {
 		s += " WAL-FAILED"
+	}
+	if st.HardStateLost {
+		s += " HARD-STATE-LOST"
 	}
 	return s
 }

@@ -7,7 +7,9 @@
 // once, as from a page cache, and becomes durable only when the test
 // flushes it (all of it, or a prefix). A crash keeps the durable prefix and
 // any number of the unsynced entries after it; a corruption cuts the log
-// inside its durable prefix and boots the node with the TRUNCATED verdict.
+// inside its durable prefix and boots the node with the TRUNCATED verdict;
+// a hard-state loss boots it with zero or an older copy of its hard state
+// and the WAL's sticky loss mark (Boot.HardStateLost).
 // The network delivers, drops, duplicates and reorders messages, and can cut
 // links. Everything comes from one seed: no goroutine, no clock, no sleep.
 //

@@ -141,6 +141,10 @@ func (e *Env) Handle(line string) (string, error) {
 	case "corrupt":
 		// Example: corrupt 3 cut=1
 		err = e.handleCorrupt(c)
+	case "lose-hardstate":
+		// Example: lose-hardstate 3 copy=older   (copy=zero: nothing verifies; unmarked: the
+		// driver does not tell the core, for what the mark prevents)
+		err = e.handleLoseHardState(c)
 	case "fail-wal":
 		// Example: fail-wal 1
 		err = e.handleFailWAL(c)
@@ -357,6 +361,22 @@ func (e *Env) handleCorrupt(c Cmd) error {
 		e.C.logf("corrupt n%d: %v", id, err)
 	}
 	return nil
+}
+
+func (e *Env) handleLoseHardState(c Cmd) error {
+	id, err := e.id(c, 0)
+	if err != nil {
+		return err
+	}
+	cp := HardStateZero
+	switch c.KV["copy"] {
+	case "", "zero":
+	case "older":
+		cp = HardStateOlder
+	default:
+		return fmt.Errorf("lose-hardstate: copy=%q, want zero or older", c.KV["copy"])
+	}
+	return e.C.LoseHardState(id, cp, c.has("unmarked"))
 }
 
 func (e *Env) handleFailWAL(c Cmd) error {

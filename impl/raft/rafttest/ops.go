@@ -74,6 +74,9 @@ func (c *Cluster) Deliver(k int) {
 		return
 	}
 	c.logf("%v", m)
+	if m.Type == raft.MsgAppRespPassive {
+		c.PassiveReports++
+	}
 	if err := sn.Node.Step(m); err != nil && !errors.Is(err, raft.ErrWALFailed) {
 		c.logf("  refused: %v", err)
 	}
@@ -206,12 +209,12 @@ func (c *Cluster) Corrupt(id raft.NodeID, cut uint64) error {
 	}
 	truncated := 1
 	for _, o := range c.Nodes {
-		if o != sn && o.WAL.HS.TruncatedAtTerm != 0 {
+		if o != sn && (o.WAL.HS.TruncatedAtTerm != 0 || o.WAL.HSLost) {
 			truncated++
 		}
 	}
 	if truncated*2 > len(c.Nodes) {
-		return errors.New("a quorum would be TRUNCATED")
+		return errors.New("a quorum would be TRUNCATED (or have lost its hard state)")
 	}
 	if c.corrupts >= 200 {
 		return errors.New("corruption budget of the trace spent")
@@ -224,6 +227,48 @@ func (c *Cluster) Corrupt(id raft.NodeID, cut uint64) error {
 	sn.WAL.Durable, sn.WAL.Failed, sn.WAL.Stale = cut, false, nil
 	c.logf("n%d corrupted, recovers %d entries", id, cut)
 	return c.start(sn, raft.VerdictTruncated)
+}
+
+// HardStateCopy is what a WAL that lost its hard state gives back.
+type HardStateCopy uint8
+
+// The copies.
+const (
+	// HardStateZero: nothing verifies (impl/wal rows H2, H7).
+	HardStateZero HardStateCopy = iota
+	// HardStateOlder: the copy before the last write (row H6 choosing the
+	// older of two copies that disagree).
+	HardStateOlder
+)
+
+// LoseHardState crashes id (keeping its durable log and none of its
+// unsynced entries) and boots it with its hard state lost: the copy the WAL
+// gives back, and the WAL's loss mark, sticky for every later boot. With
+// unmarked the driver does not tell the core (Boot.HardStateLost false):
+// what the mark prevents, for tests.
+func (c *Cluster) LoseHardState(id raft.NodeID, cp HardStateCopy, unmarked bool) error {
+	sn := c.Node(id)
+	if sn == nil {
+		return fmt.Errorf("no n%d", id)
+	}
+	if sn.Node != nil {
+		c.StopLosingTruncation(id, 0, false)
+	}
+	w := sn.WAL
+	switch cp {
+	case HardStateZero:
+		w.HS = raft.HardState{}
+	case HardStateOlder:
+		w.HS = w.PrevHS
+	}
+	w.PrevHS, w.HSLost = w.HS, !unmarked
+	c.HardStateLosses++
+	c.logf("n%d lost its hard state: recovers %+v", id, w.HS)
+	if c.crashes >= 200 {
+		return errors.New("crash budget of the trace spent")
+	}
+	c.crashes++
+	return c.start(sn, raft.VerdictClean)
 }
 
 // Isolate blocks every link of id; Heal unblocks all.

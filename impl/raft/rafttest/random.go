@@ -14,7 +14,11 @@ type RandomOptions struct {
 	Steps int
 	// Faults.
 	Drops, Dups, Crashes, Corruptions, Partitions, WALFailures bool
-	PreVote, CheckQuorum                                       bool
+	// HardStateLosses: a member loses its hard state (LoseHardState, the
+	// copy chosen at random) and runs passive from then on. Off in
+	// DefaultRandom (its seeds keep their runs); HardStateLossRandom.
+	HardStateLosses      bool
+	PreVote, CheckQuorum bool
 	// Small batches and windows exercise batching and flow control.
 	MsgEntriesMax, InflightMsgsMax int
 	Bugs                           raft.Bug
@@ -27,6 +31,13 @@ func DefaultRandom(seed uint64) RandomOptions {
 	return RandomOptions{N: 3 + int(seed%3), Seed: seed, Steps: 400,
 		Drops: true, Dups: true, Crashes: true, Corruptions: true, Partitions: true, WALFailures: true,
 		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 2 * int(seed/2%2), InflightMsgsMax: 1 + int(seed%4)}
+}
+
+// HardStateLossRandom is DefaultRandom with hard-state losses.
+func HardStateLossRandom(seed uint64) RandomOptions {
+	o := DefaultRandom(seed)
+	o.HardStateLosses = true
+	return o
 }
 
 // RunRandom runs one seeded randomized behaviour: message delivery in
@@ -109,6 +120,12 @@ func RunRandom(o RandomOptions) (*Cluster, error) {
 			}
 		case r < 905 && o.WALFailures:
 			c.FailWAL(pick())
+		case r < 908 && o.HardStateLosses:
+			// Within the same budget as corruptions: the members that lost
+			// their hard state vote no more.
+			if id := pick(); c.truncatedWith(id) <= o.N-(o.N/2+1) {
+				err = c.LoseHardState(id, HardStateCopy(rng.IntN(2)), false)
+			}
 		default:
 			// Restart a node whose WAL failed, start a stopped one.
 			for _, sn := range c.Nodes {
@@ -136,11 +153,12 @@ func RunRandom(o RandomOptions) (*Cluster, error) {
 	return c, c.converge(o.Log)
 }
 
-// truncatedWith counts the TRUNCATED members if id were one too.
+// truncatedWith counts the members that cannot vote (TRUNCATED, or with a
+// lost hard state) if id were one too.
 func (c *Cluster) truncatedWith(id raft.NodeID) int {
 	k := 0
 	for _, sn := range c.Nodes {
-		if sn.ID == id || sn.WAL.HS.TruncatedAtTerm != 0 {
+		if sn.ID == id || sn.WAL.HS.TruncatedAtTerm != 0 || sn.WAL.HSLost {
 			k++
 		}
 	}
