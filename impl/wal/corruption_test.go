@@ -74,7 +74,7 @@ func TestCorruptionInDurablePrefixIsTruncated(t *testing.T) {
 		}
 		for i := max(w.FirstIndex(), m.base+1); i <= rec.IndexLast; i++ {
 			got := mustEntries(t, w, i, i+1)[0]
-			if want := m.entries[i]; got.Term != want.Term || !bytes.Equal(got.Data, want.Data) {
+			if want := m.entries[i].e; got.Term != want.Term || !bytes.Equal(got.Data, want.Data) {
 				t.Fatalf("%s: entry %d changed", where, i)
 			}
 		}

@@ -20,19 +20,18 @@ func (w *WAL) LastIndex() uint64 {
 }
 
 // DurableIndex returns the durable watermark: every index up to it is fdatasync'd.
+// A caller that needs the durable index together with its term (or with anything
+// else) reads Progress: between DurableIndex and Term a truncation and an append can
+// put an entry that is not durable at the same index.
 func (w *WAL) DurableIndex() uint64 { return w.durableIndex.Load() }
 
-// DurableNotify returns a channel closed at the next advance of the durable index, or
-// when the WAL fails, truncates, resets or closes. Take the channel before reading
-// DurableIndex and no advance can be missed.
-func (w *WAL) DurableNotify() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.durableCh
-}
+// DurableNotify is Notify (the same channel): closed at the next change of the
+// Progress, which includes every advance of the durable index.
+func (w *WAL) DurableNotify() <-chan struct{} { return w.Notify() }
 
 // Term returns the term of the entry at index; at FirstIndex()-1 it returns the term
-// of the compaction watermark.
+// of the compaction watermark. It is the term in memory, durable or not: for the term
+// of the durable index read Progress.
 func (w *WAL) Term(index uint64) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
