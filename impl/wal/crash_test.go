@@ -152,7 +152,19 @@ func (m *model) appendSome(rng *rand.Rand, w *WAL) error {
 		m.version++
 		ents[i] = Entry{Index: idx, Term: m.term, Data: payload(idx, m.term, m.version, rng.IntN(300))}
 	}
-	if err := w.Append(ents); err != nil {
+	if rng.IntN(3) == 0 { // as a follower would: records shipped from a leader
+		prev, err := w.Checksum(m.last)
+		if err != nil {
+			return err
+		}
+		recs := make([]Record, n)
+		for i, e := range ents {
+			recs[i], prev = EncodeRecord(prev, e)
+		}
+		if err := w.AppendRecords(recs); err != nil {
+			return err
+		}
+	} else if err := w.Append(ents); err != nil {
 		return err
 	}
 	for _, e := range ents {
