@@ -84,10 +84,17 @@ func (m *model) step(t testing.TB, rng *rand.Rand, w *WAL) error {
 	case r < 30:
 		err = m.appendSome(rng, w)
 	case r < 58:
-		if w.NextStep() == StepNone {
+		if k := w.NextStep(); k == StepNone {
 			m.clock.Advance(time.Duration(rng.IntN(4)) * time.Millisecond)
 		} else {
+			active, detached := w.activeAndDetached()
 			err = w.Step()
+			crashMarks["step "+k.String()]++
+			if a, d := w.activeAndDetached(); a != active {
+				crashMarks["segment started"]++
+			} else if d < detached {
+				crashMarks["compacted segments released"]++
+			}
 		}
 	case r < 62:
 		m.clock.Advance(time.Duration(rng.IntN(8)) * time.Millisecond)
@@ -213,6 +220,7 @@ func (m *model) observe(t testing.TB, w *WAL, clamped bool) {
 			t.Fatalf("durable hard state %+v was never submitted (acked %+v, submitted %+v)", p.HardState, m.hsAcked, m.hsSubmitted)
 		}
 		m.hsAcked, m.hsSubmitted = p.HardState, m.hsSubmitted[i+1:]
+		crashMarks["hard state durable"]++
 	}
 	kept := m.removals[:0]
 	for _, r := range m.removals {
@@ -336,6 +344,18 @@ func crashOptions(seed uint64, bugs walBug) Options {
 	return o
 }
 
+// crashMarks counts what the crash workloads reached, so that a workload that no
+// longer reaches a kind of step fails instead of passing without testing it.
+var crashMarks = map[string]int{}
+
+func (w *WAL) activeAndDetached() (*segment, int) {
+	w.ioMu.Lock()
+	defer w.ioMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.active, len(w.detached)
+}
+
 // TestCrashAtEveryPoint runs a seeded workload on a stepped WAL (appends, steps,
 // syncs, seals, truncations, compactions, hard-state writes, resets, time passing) and
 // crashes the disk at every one of its mutating operations in turn: inside every
@@ -348,8 +368,15 @@ func TestCrashAtEveryPoint(t *testing.T) {
 	if testing.Short() {
 		seeds = min(seeds, 6)
 	}
+	clear(crashMarks)
 	runs := crashAtEveryPoint(t, seeds, 0)
-	t.Logf("%d crash points over %d seeds", runs, seeds)
+	t.Logf("%d crash points over %d seeds; reached %v", runs, seeds, crashMarks)
+	for _, mark := range []string{"step write", "step sync", "step publish", "step seal", "step prepare",
+		"segment started", "compacted segments released", "hard state durable"} {
+		if crashMarks[mark] == 0 {
+			t.Errorf("the workload never reached %q", mark)
+		}
+	}
 }
 
 func crashAtEveryPoint(t testing.TB, seeds int, bugs walBug) int {
