@@ -9,7 +9,7 @@ import (
 	"github.com/durableraft/durableraft/impl/wal/vfs"
 )
 
-func openManual(t *testing.T) (*vfs.MemFS, *WAL) {
+func openManual(t testing.TB) (*vfs.MemFS, *WAL) {
 	t.Helper()
 	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
 	w, _ := mustOpen(t, fs, manual(smallOptions()))

@@ -38,7 +38,8 @@
 // anything early. If a write or an fdatasync fails, the WAL enters a failed state: it
 // says so loudly (an error from [WAL.Err], a log line through the injected logger),
 // reports nothing durable ever again and refuses writes, and the process keeps
-// running; reopening recovers from what is really on disk.
+// running; reopening recovers from what is really on disk. A read that finds damage
+// inside the durable prefix fails the WAL the same way.
 //
 // # Steps, and stepped mode
 //

@@ -40,6 +40,18 @@ func (w *WAL) runFlusher() {
 	defer timer.Stop()
 	for {
 		kind, deadline, hasDeadline, _ := w.runStep(driverFlusher)
+		if kind == StepPublish && w.opts.bugs&bugEdgeTriggered != 0 {
+			// The defect: consume the doorbell rung during the cycle, then wait for a
+			// new ring instead of checking for work first.
+			select {
+			case <-w.wakeCh:
+			default:
+			}
+			select {
+			case <-w.wakeCh:
+			case <-w.closeCh:
+			}
+		}
 		if kind != StepNone {
 			continue
 		}

@@ -71,9 +71,10 @@ const (
 	// bugPublishBeforeSync: StepSync reports the job's records durable before its
 	// fdatasync (caught by TestCrashAtEveryPoint, issue 10 item 11).
 	bugPublishBeforeSync walBug = 1 << iota
-	// bugEdgeTriggered: the pipeline forgets work that arrived while a job was in
-	// flight, as a flusher that consumes its doorbell after a flush would (caught by
-	// TestAppendDuringSync*, issue 10 item 12).
+	// bugEdgeTriggered: an edge-triggered pipeline: the flusher consumes the doorbell
+	// rung during a cycle and then waits for a new ring; in stepped mode, work that
+	// arrived while a cycle was in flight is not due after its publish (caught by
+	// TestAppendDuringSyncFlusher and TestAppendDuringSyncStepped, issue 10 item 12).
 	bugEdgeTriggered
 	// bugPublishTip: publish advances the durable index to the last index appended,
 	// not the last index the job took (caught by TestAppendDuringSyncStepped).

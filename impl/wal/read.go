@@ -132,7 +132,10 @@ type readResult struct {
 // Entries returns the entries with indexes in [lo, hi), from the tail cache or straight
 // from the segments, each verified (checksum, index, term and hash chain against what
 // the WAL holds in memory) before it is returned; a record that fails verification after
-// ReadRetries re-reads is never served: Entries returns ErrCorrupt. The result holds at
+// ReadRetries re-reads is never served: Entries returns ErrCorrupt, and if the record
+// lies inside the durable prefix the WAL fails (loudly; Err wraps ErrFailed and
+// ErrCorrupt), so that the owner reopens it and recovery rules on the damage. Reads of
+// other entries keep working on the failed WAL. The result holds at
 // least one entry when lo < hi, and then stops before the total record size would pass
 // maxBytes. It serves every appended entry, durable or not: to serve only the durable
 // log (catch-up), bound hi by Progress().DurableIndex+1.
@@ -194,7 +197,7 @@ func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
 	w.filesMu.RLock()
 	w.mu.Unlock()
 	out, bad, err := w.readPlan(plan)
-	w.filesMu.RUnlock()
+	w.filesMu.RUnlock() // before corruptRead: fail takes mu (lock order)
 	if err != nil {
 		return nil, w.corruptRead(bad, err)
 	}
@@ -283,8 +286,14 @@ func verifyItem(b []byte, it readItem) (Entry, error) {
 }
 
 // corruptRead reports a record that failed verification after every re-read: never
-// served, logged loudly.
+// served, logged loudly. Inside the durable prefix it fails the WAL: the log holds
+// damage that recovery must rule on (it will say TRUNCATED), so the owner restarts
+// instead of serving around the hole. Called without mu and filesMu.
 func (w *WAL) corruptRead(it readItem, err error) error {
 	w.log.Error("wal: CORRUPT record on read; not served", "index", it.index, "offset", it.meta.offset, "err", err)
-	return fmt.Errorf("%w: entry %d at offset %d: %w", ErrCorrupt, it.index, it.meta.offset, err)
+	err = fmt.Errorf("%w: entry %d at offset %d: %w", ErrCorrupt, it.index, it.meta.offset, err)
+	if it.index <= w.durableIndex.Load() && w.opts.bugs&bugCorruptReadNotFatal == 0 {
+		w.fail(fmt.Errorf("damage found by a read inside the durable prefix (reopen: recovery rules on it): %w", err))
+	}
+	return err
 }

@@ -220,7 +220,7 @@ func (w *WAL) nextStepLocked(now time.Time, d driver) StepKind {
 		// Before the next cycle, so that rotation finds a spare even under load.
 		return StepPrepare
 	case len(w.pending) > 0:
-		if w.gatheredLocked(now) && (w.opts.bugs&bugEdgeTriggered == 0 || w.rung) {
+		if w.gatheredLocked(now) && (w.opts.bugs&bugEdgeTriggered == 0 || d != driverStepped || w.rung) {
 			return StepWrite
 		}
 		return StepNone
@@ -399,8 +399,13 @@ func (w *WAL) syncStep() error {
 	j := w.job
 	if w.opts.bugs&bugPublishBeforeSync != 0 && !j.seal && j.next == len(j.ops) {
 		w.mu.Lock()
-		if limit := min(j.target.index, w.inflightCap); limit > w.durableIndex.Load() {
+		limit, term := j.target.index, j.target.term
+		if w.inflightCap < limit {
+			limit, term = w.inflightCap, w.inflightCapTerm
+		}
+		if limit > w.durableIndex.Load() {
 			w.durableIndex.Store(limit)
+			w.durableTerm = term
 			w.notifyLocked()
 		}
 		w.mu.Unlock()
