@@ -42,7 +42,8 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Stepped: the WAL starts no goroutine of its own and nothing reaches the disk
-	// until the caller calls Step (see "Stepped mode" in the package documentation).
+	// until the caller calls Step (see "Steps, and stepped mode" in the package
+	// documentation, and docs/wal.md).
 	// The steps are the ones the flusher and preparer goroutines loop over in the
 	// default (production) mode. Open itself still performs recovery's I/O.
 	Stepped bool

@@ -50,6 +50,8 @@ func (w *WAL) Term(index uint64) (uint64, error) {
 // that entry is removed first (TruncateSuffix, Reset), the failure error if the WAL
 // fails, ErrClosed, or the context's error. An index at or below the compaction
 // watermark is durable by construction (compaction never passes the durable index).
+// In stepped mode it does not perform steps: another goroutine must (a caller that
+// drives the steps itself watches Progress instead).
 func (w *WAL) WaitDurable(ctx context.Context, index uint64) error {
 	if w.durableIndex.Load() >= index {
 		return nil // durable <= last index always, so this is the entry now at index
