@@ -1,14 +1,16 @@
 package wal
 
 import (
-	"context"
 	"fmt"
+	"math"
 )
 
 // Append queues entries and returns at once; it performs no I/O. The caller assigns
 // indexes and terms: entries[0].Index must be LastIndex()+1 and indexes must follow one
-// by one; terms are positive and never decrease. Nothing is durable until
-// DurableIndex() covers it (WaitDurable, DurableNotify). The entries' Data is copied.
+// by one; terms are positive and never decrease. Nothing is durable until the durable
+// index covers it (Progress, WaitDurable, Notify). The entries' Data is copied. Like
+// every submission it takes the next ticket: a SubmitSync after it returns a ticket
+// that covers it.
 func (w *WAL) Append(entries []Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -23,25 +25,31 @@ func (w *WAL) Append(entries []Entry) error {
 		return err
 	}
 	recs := make([][]byte, len(entries))
-	tip := w.tip
+	sums := make([]uint32, len(entries))
+	prev := w.tip.checksum
 	for i, e := range entries {
-		rec, sum := encodeRecord(make([]byte, 0, recordHeaderBytes+len(e.Data)), tip.checksum, e.Index, e.Term, e.Data)
-		recs[i] = rec
-		w.metas = append(w.metas, entryMeta{term: e.Term, size: uint32(len(rec)), checksum: sum})
-		w.cacheBytes += len(rec)
-		tip = chainTip{index: e.Index, term: e.Term, checksum: sum}
+		recs[i], sums[i] = encodeRecord(make([]byte, 0, recordHeaderBytes+len(e.Data)), prev, e.Index, e.Term, e.Data)
+		prev = sums[i]
 	}
-	w.cache = append(w.cache, recs...)
-	w.tip = tip
-	if n := len(w.pending); n > 0 && w.pending[n-1].kind == opRecords {
-		w.pending[n-1].recs = append(w.pending[n-1].recs, recs...)
-	} else {
-		w.pending = append(w.pending, op{kind: opRecords, recs: recs})
-	}
-	assert(uint64(len(w.metas)) == w.tip.index-w.base.index, "metas %d for indexes (%d, %d]", len(w.metas), w.base.index, w.tip.index)
+	w.appendLocked(recs, sums, func(i int) uint64 { return entries[i].Term })
 	w.mu.Unlock()
 	ring(w.wakeCh)
 	return nil
+}
+
+// appendLocked adds encoded records that continue the tip (validated by the caller)
+// to the log in memory and queues them for the pipeline.
+func (w *WAL) appendLocked(recs [][]byte, sums []uint32, term func(int) uint64) {
+	for i, rec := range recs {
+		w.metas = append(w.metas, entryMeta{term: term(i), size: uint32(len(rec)), checksum: sums[i]})
+		w.cacheBytes += len(rec)
+	}
+	w.cache = append(w.cache, recs...)
+	n := len(recs)
+	w.tip = chainTip{index: w.tip.index + uint64(n), term: term(n - 1), checksum: sums[n-1]}
+	w.ticketLast++
+	w.queueLocked(op{kind: opRecords, recs: recs})
+	assert(uint64(len(w.metas)) == w.tip.index-w.base.index, "metas %d for indexes (%d, %d]", len(w.metas), w.base.index, w.tip.index)
 }
 
 func (w *WAL) validateAppendLocked(entries []Entry) error {
@@ -59,6 +67,34 @@ func (w *WAL) validateAppendLocked(entries []Entry) error {
 		term = e.Term
 	}
 	return nil
+}
+
+// queueLocked appends o to the pending work: records join a pending run of records,
+// a hard state replaces a pending hard state it supersedes (keeping the earlier
+// ticket: the op then carries both). o.ticket is w.ticketLast unless the caller set
+// an earlier one (an op that took over dropped ones carries their first ticket). The
+// caller rings wakeCh after unlocking mu.
+func (w *WAL) queueLocked(o op) {
+	if o.ticket == 0 {
+		o.ticket = w.ticketLast
+	}
+	if len(w.pending) == 0 && !w.inflight {
+		w.gatherFrom = w.clock.Now()
+	}
+	w.rung = true
+	if n := len(w.pending); n > 0 {
+		last := &w.pending[n-1]
+		switch {
+		case o.kind == opRecords && last.kind == opRecords:
+			last.recs = append(last.recs, o.recs...)
+			return
+		case o.kind == opHardState && last.kind == opHardState:
+			last.hs, last.lost = o.hs, o.lost
+			last.ticket = min(last.ticket, o.ticket)
+			return
+		}
+	}
+	w.pending = append(w.pending, o)
 }
 
 // writable is writableLocked taking mu.
@@ -83,8 +119,8 @@ func (w *WAL) writableLocked() error {
 // not touch the compaction watermark. The durable index is clamped to from-1 at once.
 // On disk the truncation takes effect in order with appends: entries appended after it
 // become durable only after the truncation itself is durable, so after a crash removed
-// entries can reappear only if nothing appended after the truncation was reported
-// durable.
+// entries can reappear only if nothing submitted after the truncation was reported
+// durable (a SubmitSync after it returns a ticket that covers it).
 func (w *WAL) TruncateSuffix(from uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -109,6 +145,7 @@ func (w *WAL) TruncateSuffix(from uint64) error {
 	if from < w.cacheFirst {
 		w.cache, w.cacheFirst = nil, from
 	} else {
+		clear(w.cache[from-w.cacheFirst:])
 		w.cache = w.cache[:from-w.cacheFirst]
 	}
 	w.cacheBytes = 0
@@ -118,24 +155,40 @@ func (w *WAL) TruncateSuffix(from uint64) error {
 	w.tip = newTip
 	if d := w.durableIndex.Load(); d > newTip.index {
 		w.durableIndex.Store(newTip.index)
+		w.durableTerm = newTip.term
 		w.log.Warn("wal: durable index clamped by suffix truncation", "from", d, "to", newTip.index)
 	}
-	w.inflightCap = min(w.inflightCap, newTip.index)
+	w.capInflightLocked(newTip.index, newTip.term)
 	w.markRemovedLocked(from)
+	w.ticketLast++
 	marker := from <= w.takenIndex
-	w.trimPendingLocked(from, marker)
+	first := w.trimPendingLocked(from, marker)
 	if marker {
-		w.pending = append(w.pending, op{kind: opTruncate, tip: newTip})
+		// The new marker takes over the markers it dropped: their tickets are covered
+		// only when it is durable.
+		w.queueLocked(op{kind: opTruncate, tip: newTip, ticket: min(first, w.ticketLast)})
 		w.takenIndex = newTip.index
 	}
+	w.settleLocked()
 	w.notifyLocked()
 	ring(w.wakeCh)
 	return nil
 }
 
+// capInflightLocked lowers what the cycle in flight may report durable to index, whose
+// term on disk is term.
+func (w *WAL) capInflightLocked(index, term uint64) {
+	if index < w.inflightCap {
+		w.inflightCap, w.inflightCapTerm = index, term
+	}
+}
+
 // trimPendingLocked drops pending records at or above from and, when a truncation
-// marker is about to be queued, pending markers it supersedes.
-func (w *WAL) trimPendingLocked(from uint64, marker bool) {
+// marker is about to be queued, pending markers it supersedes; it returns the first
+// ticket of the dropped markers (MaxUint64 if none). Dropped records never reached the
+// pipeline, so nothing of them is on disk: their tickets need no successor.
+func (w *WAL) trimPendingLocked(from uint64, marker bool) uint64 {
+	first := uint64(math.MaxUint64)
 	kept := w.pending[:0]
 	for _, o := range w.pending {
 		switch o.kind {
@@ -150,6 +203,7 @@ func (w *WAL) trimPendingLocked(from uint64, marker bool) {
 			o.recs = o.recs[:n]
 		case opTruncate:
 			if marker && o.tip.index+1 >= from {
+				first = min(first, o.ticket)
 				continue
 			}
 		}
@@ -157,13 +211,16 @@ func (w *WAL) trimPendingLocked(from uint64, marker bool) {
 	}
 	clear(w.pending[len(kept):])
 	w.pending = kept
+	return first
 }
 
 // Reset discards the whole log and restarts it empty after (index, term), the last
 // entry covered by a snapshot the caller has made durable (Raft InstallSnapshot). The
 // compaction watermark becomes index and the next append is index+1. The durable index
-// reaches index once the reset is on disk; like a truncation, the reset reaches the disk
-// in order with later appends.
+// reaches index once the reset is on disk; until then it may sit below index (if it
+// was above, it drops to index, with the term the old log has there). Like a
+// truncation, the reset reaches the disk in order with later appends. Submitted hard
+// states and compactions still pending are kept.
 func (w *WAL) Reset(index, term uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -173,44 +230,66 @@ func (w *WAL) Reset(index, term uint64) error {
 	if index < w.base.index {
 		return fmt.Errorf("%w: reset to %d below the compaction watermark %d", ErrCompacted, index, w.base.index)
 	}
+	oldTerm := term // the old log's term at index, where it has one
+	switch {
+	case index == w.base.index:
+		oldTerm = w.base.term
+	case index <= w.tip.index:
+		oldTerm = w.metas[index-w.base.index-1].term
+	}
 	base := chainTip{index: index, term: term, checksum: chainSeed(index, term)}
 	w.markRemovedLocked(w.base.index + 1)
 	w.base, w.tip, w.metas = base, base, nil
+	clear(w.cache)
 	w.cache, w.cacheFirst, w.cacheBytes = nil, index+1, 0
 	// The durable index reaches index only when the reset itself is on disk; until then
 	// it may sit below the new watermark (a crash would bring the old log back).
-	w.durableIndex.Store(min(w.durableIndex.Load(), index))
-	w.inflightCap = min(w.inflightCap, index)
-	w.pending = []op{{kind: opReset, tip: base}}
+	if w.durableIndex.Load() > index {
+		w.durableIndex.Store(index)
+		w.durableTerm = oldTerm
+	}
+	w.capInflightLocked(index, oldTerm)
+	w.ticketLast++
+	// The reset takes over the log work it drops: their tickets are covered only when
+	// it is durable.
+	first := w.ticketLast
+	kept := w.pending[:0]
+	for _, o := range w.pending {
+		if o.kind == opHardState || o.kind == opRelease {
+			kept = append(kept, o)
+		} else {
+			first = min(first, o.ticket)
+		}
+	}
+	clear(w.pending[len(kept):])
+	w.pending = kept
+	w.queueLocked(op{kind: opReset, tip: base, ticket: first})
 	w.takenIndex = index
 	w.notifyLocked()
 	ring(w.wakeCh)
 	return nil
 }
 
-// CompactPrefix drops whole segments whose entries all lie at or below throughIndex
-// (a snapshot watermark); throughIndex must not exceed the durable index. The active
-// segment is never dropped, so FirstIndex() may stay below throughIndex+1. It waits for
-// a flush in progress.
-func (w *WAL) CompactPrefix(throughIndex uint64) error {
-	w.ioMu.Lock()
-	defer w.ioMu.Unlock()
+// SubmitCompact is the non-blocking form of CompactPrefix: the watermark moves at once
+// (FirstIndex, Entries), the files are released by the pipeline, and the returned
+// ticket is covered (Progress.Synced) once their release is durable.
+func (w *WAL) SubmitCompact(throughIndex uint64) (uint64, error) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.writableLocked(); err != nil {
-		w.mu.Unlock()
-		return err
+		return 0, err
 	}
 	if d := w.durableIndex.Load(); throughIndex > d {
-		w.mu.Unlock()
-		return fmt.Errorf("%w: compact through %d beyond the durable index %d", ErrOutOfRange, throughIndex, d)
+		return 0, fmt.Errorf("%w: compact through %d beyond the durable index %d", ErrOutOfRange, throughIndex, d)
 	}
 	k := 0
 	for k+1 < len(w.segs) && w.segs[k+1].hdr.indexFirst-1 <= throughIndex && w.segs[k+1].hdr.indexFirst-1 > w.base.index {
 		k++
 	}
+	w.ticketLast++
 	if k == 0 {
-		w.mu.Unlock()
-		return nil
+		w.settleLocked()
+		return w.ticketLast, nil
 	}
 	h := w.segs[k].hdr
 	base := chainTip{index: h.indexFirst - 1, term: h.termPrev, checksum: h.checksumPrev}
@@ -228,155 +307,8 @@ func (w *WAL) CompactPrefix(throughIndex uint64) error {
 	w.base = base
 	dropped := append([]*segment(nil), w.segs[:k]...)
 	w.segs = append([]*segment(nil), w.segs[k:]...)
-	w.mu.Unlock()
-	return w.releaseSegments(dropped, true)
-}
-
-// SetHardState makes hs durable (two fdatasyncs, see docs/wal.md) and returns after it
-// is. It refuses a term going backwards or a vote changed within a term. A failed write
-// puts the WAL in the failed state.
-func (w *WAL) SetHardState(hs HardState) error {
-	w.hsMu.Lock()
-	defer w.hsMu.Unlock()
-	if err := w.writable(); err != nil {
-		return err
-	}
-	prev := w.hs.last.state
-	if hs == prev {
-		return nil
-	}
-	if err := validateHardState(prev, hs); err != nil {
-		return err
-	}
-	return w.storeHardStateLocked(hs, w.hs.last.lost)
-}
-
-// storeHardStateLocked makes the state and loss mark durable; a failed write fails
-// the WAL. Called with hsMu held, after writable.
-func (w *WAL) storeHardStateLocked(hs HardState, lost bool) error {
-	if err := w.hs.store(hs, lost); err != nil {
-		w.fail(err)
-		return w.Err()
-	}
-	return nil
-}
-
-// ClearHardStateLoss clears the sticky mark an Open left when it found the hard state
-// lost or damaged (rows H2, H6, H7; every later Open says H8 until this call). It is an
-// operator's decision, not the protocol's: a member that lost its term or vote may
-// have voted in a term it no longer knows, and could vote twice in it. Durable on
-// return; a no-op when there is no mark.
-func (w *WAL) ClearHardStateLoss() error {
-	w.hsMu.Lock()
-	defer w.hsMu.Unlock()
-	if err := w.writable(); err != nil {
-		return err
-	}
-	if !w.hs.last.lost {
-		return nil
-	}
-	if err := w.storeHardStateLocked(w.hs.last.state, false); err != nil {
-		return err
-	}
-	w.log.Warn("wal: hard-state loss mark cleared by the operator", "term", w.hs.last.state.Term, "vote", w.hs.last.state.Vote)
-	return nil
-}
-
-// HardStateLost reports whether the hard state carries the loss mark (see
-// ClearHardStateLoss).
-func (w *WAL) HardStateLost() bool {
-	w.hsMu.Lock()
-	defer w.hsMu.Unlock()
-	return w.hs.last.lost
-}
-
-// HardState returns the last hard state made durable (or recovered).
-func (w *WAL) HardState() HardState {
-	w.hsMu.Lock()
-	defer w.hsMu.Unlock()
-	return w.hs.last.state
-}
-
-// Err returns the error that failed the WAL (wrapping ErrFailed), or nil.
-func (w *WAL) Err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.failErr
-}
-
-// Failed reports whether the WAL is in the failed state.
-func (w *WAL) Failed() bool { return w.Err() != nil }
-
-// Sync waits until everything submitted before the call (appends, truncations, resets)
-// is on disk, asking the flusher to skip its SyncDelay.
-func (w *WAL) Sync(ctx context.Context) error {
-	w.mu.Lock()
-	// Work pending now is taken whole by the next take; work in flight by the current.
-	target := w.takeGen
-	if len(w.pending) > 0 {
-		target++
-	}
-	w.mu.Unlock()
-	for {
-		if w.opts.manualFlush {
-			w.flushOnce()
-		}
-		w.mu.Lock()
-		idle := len(w.pending) == 0 && !w.inflight
-		done, err, ch := w.publishGen >= target || idle, w.failErr, w.durableCh
-		if !done && err == nil && w.closing {
-			err = ErrClosed
-		}
-		w.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
-		ring(w.hurryCh)
-		ring(w.wakeCh)
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Close flushes what is pending, seals the log, stops the flusher and closes the
-// files. It returns the failure error if the WAL failed.
-func (w *WAL) Close() error {
-	w.mu.Lock()
-	if w.closing {
-		w.mu.Unlock()
-		return ErrClosed
-	}
-	w.closing = true
-	w.mu.Unlock()
-	close(w.closeCh)
-	if w.opts.manualFlush {
-		for w.flushOnce() {
-		}
-		w.sealIfNeeded()
-	}
-	<-w.doneCh
-	<-w.prepDone
-	w.ioMu.Lock()
-	defer w.ioMu.Unlock()
-	w.mu.Lock()
-	err := w.failErr
-	segs := w.segs
-	w.notifyLocked()
-	w.mu.Unlock()
-	w.filesMu.Lock()
-	for _, s := range segs {
-		_ = s.file.Close()
-	}
-	w.filesMu.Unlock()
-	w.hsMu.Lock()
-	_ = w.hs.file.Close()
-	w.hsMu.Unlock()
-	_ = w.dirLock.Close()
-	return err
+	w.detached = append(w.detached, dropped...)
+	w.queueLocked(op{kind: opRelease, segs: dropped})
+	ring(w.wakeCh)
+	return w.ticketLast, nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/durableraft/durableraft/impl/wal/vfs"
 )
 
-func openManual(t *testing.T) (*vfs.MemFS, *WAL) {
+func openManual(t testing.TB) (*vfs.MemFS, *WAL) {
 	t.Helper()
 	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
 	w, _ := mustOpen(t, fs, manual(smallOptions()))
@@ -390,6 +390,16 @@ func TestRecycledSegmentsNeverServeStaleRecords(t *testing.T) {
 	if len(listFiles(t, fs, prefixFree)) == 0 {
 		t.Fatal("no file kept for reuse")
 	}
+	// The stepped WAL's preparer made a fresh spare while the log grew; rotation takes a
+	// spare before a free file. Drop it, so that the next segment is a reused file.
+	w.ioMu.Lock()
+	for _, name := range w.spares {
+		if err := fs.Remove(segPath(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.spares = nil
+	w.ioMu.Unlock()
 	for i := uint64(61); i <= 64; i++ { // a few small batches into a reused file
 		mustAppend(t, w, []Entry{{Index: i, Term: 2, Data: []byte("new")}})
 		w.flushOnce()

@@ -74,7 +74,7 @@ func TestCorruptionInDurablePrefixIsTruncated(t *testing.T) {
 		}
 		for i := max(w.FirstIndex(), m.base+1); i <= rec.IndexLast; i++ {
 			got := mustEntries(t, w, i, i+1)[0]
-			if want := m.entries[i]; got.Term != want.Term || !bytes.Equal(got.Data, want.Data) {
+			if want := m.entries[i].e; got.Term != want.Term || !bytes.Equal(got.Data, want.Data) {
 				t.Fatalf("%s: entry %d changed", where, i)
 			}
 		}
@@ -220,5 +220,64 @@ func copyDisk(t *testing.T, from, to *vfs.MemFS) {
 		if err := to.WriteFile(segPath(name), b); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Damage found at run time (issue 10 item 6): a read that fails verification inside
+// the durable prefix, after every re-read, returns ErrCorrupt and fails the WAL
+// loudly, so that the owner restarts and recovery rules on it (TRUNCATED, cut before
+// the damage). A transient flip that a re-read cures does neither.
+func TestCorruptReadFailsWAL(t *testing.T) {
+	corruptReadFailsWAL(t, 0)
+}
+
+func corruptReadFailsWAL(t testing.TB, bugs walBug) {
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	sink := &logSink{}
+	opts := manual(smallOptions())
+	opts.Logger, opts.bugs = sink.logger(), bugs
+	w, _ := mustOpen(t, fs, opts)
+	defer w.Close()
+	for w.LastIndex() < 12 {
+		mustAppend(t, w, entries(w.LastIndex()+1, 4, 1))
+		w.flushOnce()
+	}
+	_ = w.Close() // sealed: every batch vouched for
+	w, _ = mustOpen(t, fs, opts)
+	w.mu.Lock()
+	m := w.metas[5-1]
+	w.mu.Unlock()
+	name := segPath(m.seg.name)
+	if err := fs.FlipBitOnRead(name, m.offset+40, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Records(5, 6, 1<<20); err != nil || w.Failed() {
+		t.Fatalf("a transient flip: %v, failed %v", err, w.Err())
+	}
+	if err := fs.FlipBit(name, m.offset+40, 1); err != nil {
+		t.Fatal(err)
+	}
+	p := w.Progress()
+	if _, err := w.Entries(4, 7, 1<<20); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damaged durable record: %v, want ErrCorrupt", err)
+	}
+	if err := w.Err(); !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("after damage inside the durable prefix the WAL is not failed: Err %v", err)
+	}
+	if !strings.Contains(sink.String(), "FAILED") {
+		t.Fatalf("not loud: %s", sink.String())
+	}
+	if err := w.Append(entries(13, 1, 1)); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append on the failed WAL: %v", err)
+	}
+	if q := w.Progress(); q.DurableIndex != p.DurableIndex || !errors.Is(q.Err, ErrCorrupt) {
+		t.Fatalf("progress %+v after the failure, was %+v", q, p)
+	}
+	mustEntries(t, w, 6, 13) // the rest still reads
+	_ = w.Close()
+	w, rec := mustOpen(t, fs, opts)
+	defer w.Close()
+	if rec.Verdict != Truncated || rec.IndexLast >= 5 {
+		t.Fatalf("recovery after the restart: %s at %d (%s)", rec.Verdict, rec.IndexLast, rec.Reason)
 	}
 }

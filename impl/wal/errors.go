@@ -18,6 +18,10 @@ var (
 	ErrCompacted = errors.New("wal: index compacted")
 	// ErrNonContiguous: an append whose indexes do not continue the log.
 	ErrNonContiguous = errors.New("wal: non-contiguous index")
+	// ErrChain: records (AppendRecords) that do not continue the log: an index that
+	// does not follow, a term going back, or a checksumPrev that is not the checksum
+	// of the record before.
+	ErrChain = errors.New("wal: records do not continue the chain")
 	// ErrInvalid: an argument that can never be accepted (term going backwards, an entry
 	// too large, a vote changed within a term, bad options).
 	ErrInvalid = errors.New("wal: invalid argument")

@@ -21,7 +21,7 @@ func activeSegmentPath(w *WAL) string {
 
 // testCtx bounds a wait that must end, so that a lost wakeup fails the test instead of
 // hanging it.
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx

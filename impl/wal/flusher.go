@@ -2,88 +2,100 @@ package wal
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
 // The group-commit flusher.
 //
-// One goroutine (runFlusher) owns all log writes. Appends only encode records into
-// memory, queue them as pending work and ring a doorbell. The flusher takes everything
-// pending at once, writes it as one batch per segment, issues one fdatasync, and only
-// then advances the durable index and wakes waiters. Appends that arrive during the
-// fdatasync queue up and form the next batch: with many appenders, batches grow until
-// one fdatasync carries what arrived during the previous one.
+// In the default mode one goroutine (runFlusher) owns all log and hard-state writes,
+// and one (runPreparer) makes spare segment files; both loop over the steps of
+// step.go, the same steps a caller takes in stepped mode. Submissions only encode
+// records into memory, queue them as pending work and ring a doorbell. The flusher
+// takes everything pending at once, writes it as one batch per segment, issues one
+// fdatasync for it, and only then advances the durable index and wakes waiters.
+// Appends that arrive during the fdatasync queue up and form the next batch: with
+// many appenders, batches grow until one fdatasync carries what arrived during the
+// previous one.
 //
 // Why no wakeup can be lost. The flusher waits on a condition, not on a signal: before
-// every wait it re-reads, under mu, whether work is pending (the gap between what was
-// submitted and what was taken). The doorbell (wakeCh) is a channel with a buffer of
-// one, rung without blocking after the work is queued under mu. Take the flusher's
-// check under mu at time t. Work queued before t is seen by the check itself. Work
-// queued after t rings the bell after t; the flusher drained the bell no later than
-// its previous check, so either this ring fills the empty buffer or the buffer is
-// already full; either way the flusher's next receive returns at once and it checks
-// again. A ring is never needed for correctness of the check, only to end a wait, and
-// a wait can only start after a check. Waiters on the durable index use the same
-// pattern: they read durableCh under mu together with the index, and the flusher
-// closes that channel under mu after advancing the index, so a waiter that saw the old
-// index holds the channel that will be closed.
+// every wait it re-reads, under mu, whether a step is due (runStep's nextStepLocked).
+// The doorbell (wakeCh) is a channel with a buffer of one, rung without blocking after
+// the work is queued under mu. Take the flusher's check under mu at time t. Work
+// queued before t is seen by the check itself. Work queued after t rings the bell
+// after t; the flusher drained the bell no later than its previous check, so either
+// this ring fills the empty buffer or the buffer is already full; either way the
+// flusher's next receive returns at once and it checks again. A ring is never needed
+// for correctness of the check, only to end a wait, and a wait can only start after a
+// check. Waiters on the Progress use the same pattern: they read durableCh under mu
+// together with what they wait for, and the flusher closes that channel under mu after
+// changing it, so a waiter that saw the old value holds the channel that will be
+// closed. TestAppendDuringSyncFlusher makes "an append lands during an fdatasync"
+// deterministic with a gated disk.
 
-// runFlusher is the flusher goroutine.
+// runFlusher is the flusher goroutine: it performs every step but StepPrepare.
 func (w *WAL) runFlusher() {
 	defer close(w.doneCh)
-	var sealTimer *time.Timer
-	var sealC <-chan time.Time
-	defer func() {
-		if sealTimer != nil {
-			sealTimer.Stop()
-		}
-	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
+		kind, deadline, hasDeadline, _ := w.runStep(driverFlusher)
+		if kind == StepPublish && w.opts.bugs&bugEdgeTriggered != 0 {
+			// The defect: consume the doorbell rung during the cycle, then wait for a
+			// new ring instead of checking for work first.
+			select {
+			case <-w.wakeCh:
+			default:
+			}
+			select {
+			case <-w.wakeCh:
+			case <-w.closeCh:
+			}
+		}
+		if kind != StepNone {
+			continue
+		}
 		w.mu.Lock()
-		pending, failed, closing := len(w.pending) > 0, w.failErr != nil, w.closing
+		failed, closing := w.failErr != nil, w.closing
 		w.mu.Unlock()
 		switch {
 		case failed:
 			<-w.closeCh // stay out of the way; reopening recovers from the disk
 			return
-		case pending:
-			if w.opts.SyncDelay > 0 && !closing {
-				w.gather()
-			}
-			w.flushOnce()
-			if w.opts.SealDelay > 0 {
-				if sealTimer == nil {
-					sealTimer = time.NewTimer(w.opts.SealDelay)
-				} else {
-					sealTimer.Reset(w.opts.SealDelay)
-				}
-				sealC = sealTimer.C
-			}
-			continue
 		case closing:
-			w.sealIfNeeded()
-			return
+			return // closing makes every step due at once: none left means done
+		}
+		var timerC <-chan time.Time
+		if hasDeadline {
+			d := deadline.Sub(w.clock.Now())
+			if d <= 0 {
+				continue
+			}
+			timer.Reset(d)
+			timerC = timer.C
 		}
 		select {
 		case <-w.wakeCh:
 		case <-w.closeCh:
-		case <-sealC:
-			sealC = nil
-			w.sealIfNeeded()
+		case <-timerC:
 		}
+		timer.Stop()
 	}
 }
 
-// gather waits up to SyncDelay for more work to join the batch. It only delays the
-// fdatasync; nothing is reported durable before it.
-func (w *WAL) gather() {
-	t := time.NewTimer(w.opts.SyncDelay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-w.closeCh:
-	case <-w.hurryCh:
+// runPreparer is the preparer goroutine: it performs StepPrepare. Spares are an
+// optimisation only: one that cannot be made is logged and skipped.
+func (w *WAL) runPreparer() {
+	defer close(w.prepDone)
+	for {
+		if kind, _, _, _ := w.runStep(driverPreparer); kind != StepNone {
+			continue
+		}
+		select {
+		case <-w.prepCh:
+		case <-w.closeCh:
+			return
+		}
 	}
 }
 
@@ -95,94 +107,27 @@ func ring(ch chan struct{}) {
 	}
 }
 
-// flushOnce runs one group-commit cycle: it takes all pending work, writes records as
-// batches (starting segments as they fill up, and for truncations and resets),
-// fdatasyncs, and advances the durable index. It reports whether there was work.
-func (w *WAL) flushOnce() bool {
-	w.ioMu.Lock()
-	defer w.ioMu.Unlock()
-	w.mu.Lock()
-	if w.failErr != nil || len(w.pending) == 0 {
-		w.mu.Unlock()
-		return false
-	}
-	ops := w.pending
-	w.pending = nil
-	target := w.tip.index
-	w.takenIndex = target
-	w.takeGen++
-	w.inflight = true
-	w.inflightCap = math.MaxUint64
-	w.mu.Unlock()
-
-	var placed []placement
-	var err error
-	for _, o := range ops {
-		switch o.kind {
-		case opRecords:
-			placed, err = w.writeRecords(o.recs, placed)
-		case opTruncate:
-			err = w.startSegment(o.tip, 0)
-		case opReset:
-			err = w.startSegment(o.tip, flagBase)
-		}
-		if err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = w.syncSegment(w.active)
-	}
-	if err != nil {
-		w.fail(err)
-		return true
-	}
-	w.stats.flushes.Add(1)
-	w.publish(placed, target)
-	return true
-}
-
-// writeRecords writes encoded records to the active segment, one batch per segment,
-// starting a new segment when the next record does not fit. Called with ioMu held.
-func (w *WAL) writeRecords(recs [][]byte, placed []placement) ([]placement, error) {
-	for len(recs) > 0 {
-		seg := w.active
-		n, size := 0, int64(0)
-		for n < len(recs) && size+int64(len(recs[n])) <= seg.room() {
-			size += int64(len(recs[n]))
-			n++
-		}
-		if n == 0 {
-			assert(seg.writeOffset > int64(seg.hdr.blockBytes), "record of %d bytes does not fit an empty segment", len(recs[0]))
-			if err := w.startSegment(w.diskTip, 0); err != nil {
-				return placed, err
-			}
-			continue
-		}
-		// A batch goes out only after every earlier batch in the segment is synced: that
-		// is what makes its header a sync boundary.
-		if err := w.syncSegment(seg); err != nil {
-			return placed, err
-		}
-		tip, p, err := w.writeBatch(seg, recs[:n], w.diskTip, placed)
-		placed = p
-		if err != nil {
-			return placed, err
-		}
-		w.diskTip = tip
-		recs = recs[n:]
-	}
-	return placed, nil
-}
-
-// publish records where the flushed records live, advances the durable index to what
-// this cycle made durable, and wakes waiters. Placements and durability above
-// inflightCap are void: a truncation after the work was taken removed those indexes.
-func (w *WAL) publish(placed []placement, target uint64) {
+// publishStep is StepPublish: it records where the job's records live, advances the
+// durable index, Synced and the hard state to what the job made durable, and wakes
+// waiters. Placements and durability above inflightCap are void: a truncation or
+// reset after the work was taken removed those indexes. Called with ioMu held.
+func (w *WAL) publishStep() {
+	j := w.job
+	w.job = nil
+	w.idleFrom = w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	limit := min(target, w.inflightCap)
-	for _, p := range placed {
+	if w.failErr != nil {
+		return // failed meanwhile (a read found damage): nothing advances
+	}
+	limit, limitTerm := j.target.index, j.target.term
+	if w.opts.bugs&bugPublishTip != 0 {
+		limit, limitTerm = w.tip.index, w.tip.term
+	}
+	if w.inflightCap < limit {
+		limit, limitTerm = w.inflightCap, w.inflightCapTerm
+	}
+	for _, p := range j.placed {
 		if p.index <= w.base.index || p.index > limit {
 			continue
 		}
@@ -191,13 +136,24 @@ func (w *WAL) publish(placed []placement, target uint64) {
 			m.seg, m.offset = p.seg, p.offset
 		}
 	}
-	if limit > w.durableIndex.Load() {
-		assert(limit <= w.tip.index, "durable index %d beyond last index %d", limit, w.tip.index)
-		w.durableIndex.Store(limit)
+	d := w.durableIndex.Load()
+	assert(limit >= d && limit <= w.tip.index, "publish of %d with durable index %d, last index %d", limit, d, w.tip.index)
+	w.durableIndex.Store(limit)
+	w.durableTerm = limitTerm
+	if j.hs != nil {
+		w.hsDurable = *j.hs
 	}
-	w.publishGen++
 	w.inflight = false
-	w.stats.recordsSynced.Add(uint64(len(placed)))
+	w.synced = max(w.synced, j.ticket)
+	w.settleLocked()
+	if len(w.pending) > 0 {
+		w.gatherFrom = w.idleFrom
+	}
+	if w.opts.bugs&bugEdgeTriggered != 0 {
+		w.rung = false // the defect: the doorbell consumed after the flush
+	}
+	w.stats.flushes.Add(1)
+	w.stats.recordsSynced.Add(uint64(len(j.placed)))
 	w.evictLocked()
 	w.notifyLocked()
 }
@@ -222,39 +178,21 @@ func (w *WAL) evictLocked() {
 	}
 }
 
-// seal writes an empty batch after an unvouched last batch and fdatasyncs it, so that
-// recovery can tell damage to that batch from a torn write. When the segment has no
-// room, a new segment does the same job. Called with ioMu held.
+// seal writes an empty batch after an unvouched last batch, so that recovery can tell
+// damage to that batch from a torn write; the caller fdatasyncs it. When the segment
+// has no room, a new segment does the same job. Called with ioMu held and the active
+// segment synced.
 func (w *WAL) seal() error {
 	seg := w.active
 	if seg == nil || !seg.unvouched {
 		return nil
 	}
-	if err := w.syncSegment(seg); err != nil {
-		return err
-	}
+	assert(!seg.dirty, "seal of %s while its last batch is not synced", seg.name)
 	if seg.room() < 0 {
 		return w.startSegment(w.diskTip, 0)
 	}
-	if _, _, err := w.writeBatch(seg, nil, w.diskTip, nil); err != nil {
-		return err
-	}
-	return w.syncSegment(seg)
-}
-
-// sealIfNeeded seals under ioMu and fails the WAL if that fails.
-func (w *WAL) sealIfNeeded() {
-	w.ioMu.Lock()
-	defer w.ioMu.Unlock()
-	w.mu.Lock()
-	failed := w.failErr != nil
-	w.mu.Unlock()
-	if failed {
-		return
-	}
-	if err := w.seal(); err != nil {
-		w.fail(err)
-	}
+	_, _, err := w.writeBatch(seg, nil, w.diskTip, nil)
+	return err
 }
 
 // fail puts the WAL in the failed state, loudly: the durable index never advances
@@ -268,7 +206,7 @@ func (w *WAL) fail(err error) {
 	w.failErr = fmt.Errorf("%w: %w", ErrFailed, err)
 	w.pending = nil
 	w.inflight = false
-	w.log.Error("wal: FAILED: a write or fdatasync failed; nothing past durable_index will ever be reported durable by this WAL; reopen it to recover from what is on disk",
+	w.log.Error("wal: FAILED: a write, an fdatasync or a read of durable data failed; nothing past durable_index will ever be reported durable by this WAL; reopen it to recover from what is on disk",
 		"err", err, "durable_index", w.durableIndex.Load(), "last_index", w.tip.index)
 	w.notifyLocked()
 }

@@ -140,14 +140,18 @@ func decideHardStateSlots(a, b hardStateSlot, okA, okB bool) (hardStateSlot, har
 	return hardStateSlot{}, hardStateCases["H7"]
 }
 
-// hardStateFile is the open hard-state file. Guarded by WAL.hsMu.
+// hardStateFile is the open hard-state file. Guarded by WAL.ioMu.
 type hardStateFile struct {
 	fsys vfs.FS
 	dir  string
 	file vfs.File
-	// last is the last state written or recovered. Invariant: on disk in at least one
-	// slot (both, once SetHardState has returned).
+	// last is the last state written to both slots, or recovered. Invariant: on disk
+	// in at least one slot once the slot A write of it was fdatasync'd.
 	last hardStateSlot
+	// dirty: a slot was written since the last fdatasync. Invariant: a slot is written
+	// only when the file is clean, so at every instant one slot holds the last
+	// acknowledged state (a torn write can only reach the slot being written).
+	dirty bool
 }
 
 // readSlot reads one slot, re-reading up to retries times while it fails to verify.
@@ -235,19 +239,46 @@ func (h *hardStateFile) create() error {
 }
 
 // store writes s with the loss mark lost to slot A, fdatasyncs, then slot B,
-// fdatasyncs.
+// fdatasyncs (Open's repair; the pipeline does the same in steps: opHardState).
 func (h *hardStateFile) store(s HardState, lost bool) error {
-	next := hardStateSlot{sequence: h.last.sequence + 1, state: s, lost: lost}
-	b := next.encode()
+	next := h.next(s, lost)
 	for _, off := range []int64{0, hardStateSlotB} {
-		if _, err := h.file.WriteAt(b, off); err != nil {
-			return fmt.Errorf("wal: write hard state at %d: %w", off, err)
+		if err := h.writeSlot(next, off); err != nil {
+			return err
 		}
-		if err := h.file.Sync(); err != nil {
-			return fmt.Errorf("wal: fdatasync hard state at %d: %w", off, err)
+		if err := h.sync(); err != nil {
+			return err
 		}
 	}
 	h.last = next
+	return nil
+}
+
+// next is the slot that stores s after the last one.
+func (h *hardStateFile) next(s HardState, lost bool) hardStateSlot {
+	return hardStateSlot{sequence: h.last.sequence + 1, state: s, lost: lost}
+}
+
+// writeSlot writes slot s at off (0: slot A, hardStateSlotB: slot B). The file must be
+// clean: see dirty.
+func (h *hardStateFile) writeSlot(s hardStateSlot, off int64) error {
+	assert(!h.dirty, "hard-state slot at %d written while the other slot is not synced", off)
+	h.dirty = true
+	if _, err := h.file.WriteAt(s.encode(), off); err != nil {
+		return fmt.Errorf("wal: write hard state at %d: %w", off, err)
+	}
+	return nil
+}
+
+// sync fdatasyncs the file if a slot was written since the last fdatasync.
+func (h *hardStateFile) sync() error {
+	if !h.dirty {
+		return nil
+	}
+	if err := h.file.Sync(); err != nil {
+		return fmt.Errorf("wal: fdatasync hard state: %w", err)
+	}
+	h.dirty = false
 	return nil
 }
 

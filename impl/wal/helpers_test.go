@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/durableraft/durableraft/impl/wal/vfs"
 )
@@ -48,9 +49,68 @@ func smallOptions() Options {
 		SealDelay: -1, Logger: quietLogger()}
 }
 
+// manual makes o stepped, on a virtual clock of its own unless it has one.
 func manual(o Options) Options {
-	o.manualFlush = true
+	o.Stepped = true
+	if o.Clock == nil {
+		o.Clock = newFakeClock()
+	}
 	return o
+}
+
+// fakeClock is a virtual clock: it moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// flushOnce runs one group-commit cycle of a stepped WAL: it takes everything pending
+// (skipping SyncDelay), writes, fdatasyncs and publishes. It reports whether there was
+// work.
+func (w *WAL) flushOnce() bool {
+	w.mu.Lock()
+	work := len(w.pending) > 0 && w.failErr == nil
+	w.hurry = w.hurry || work
+	w.mu.Unlock()
+	if !work {
+		return false
+	}
+	for {
+		kind, _, _, err := w.runStep(driverStepped)
+		if err != nil || kind == StepNone || kind == StepPublish {
+			return true
+		}
+	}
+}
+
+// steps performs steps of a stepped WAL until none is due and returns their kinds.
+func steps(t testing.TB, w *WAL) []StepKind {
+	t.Helper()
+	var kinds []StepKind
+	for {
+		k := w.NextStep()
+		if k == StepNone {
+			return kinds
+		}
+		if err := w.Step(); err != nil {
+			t.Fatalf("step %s: %v", k, err)
+		}
+		kinds = append(kinds, k)
+	}
 }
 
 func mustOpen(t testing.TB, fs vfs.FS, opts Options) (*WAL, *Recovery) {

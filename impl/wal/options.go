@@ -41,10 +41,50 @@ type Options struct {
 	// corruption found on read, durable-index clamps. Default slog.Default().
 	Logger *slog.Logger
 
-	// manualFlush (tests only): no flusher goroutine; the test calls flushOnce and
-	// sealIfNeeded itself, so that a seeded run is deterministic.
-	manualFlush bool
+	// Stepped: the WAL starts no goroutine of its own and nothing reaches the disk
+	// until the caller calls Step (see "Steps, and stepped mode" in the package
+	// documentation, and docs/wal.md).
+	// The steps are the ones the flusher and preparer goroutines loop over in the
+	// default (production) mode. Open itself still performs recovery's I/O.
+	Stepped bool
+	// Clock drives SyncDelay and SealDelay in both modes. Default: the real clock. In
+	// stepped mode a virtual clock makes a seeded run replay exactly.
+	Clock Clock
+
+	// bugs re-introduces defects that tests must catch (tests only).
+	bugs walBug
 }
+
+// Clock is the time source of the WAL's delays.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// walBug is a set of test-only switches, each re-introducing a defect that a test
+// must catch (TestBugSwitchesAreCaught).
+type walBug uint8
+
+const (
+	// bugPublishBeforeSync: StepSync reports the job's records durable before its
+	// fdatasync (caught by TestCrashAtEveryPoint, issue 10 item 11).
+	bugPublishBeforeSync walBug = 1 << iota
+	// bugEdgeTriggered: an edge-triggered pipeline: the flusher consumes the doorbell
+	// rung during a cycle and then waits for a new ring; in stepped mode, work that
+	// arrived while a cycle was in flight is not due after its publish (caught by
+	// TestAppendDuringSyncFlusher and TestAppendDuringSyncStepped, issue 10 item 12).
+	bugEdgeTriggered
+	// bugPublishTip: publish advances the durable index to the last index appended,
+	// not the last index the job took (caught by TestAppendDuringSyncStepped).
+	bugPublishTip
+	// bugCorruptReadNotFatal: a read that fails verification inside the durable
+	// prefix returns ErrCorrupt but leaves the WAL working (caught by
+	// TestCorruptReadFailsWAL, issue 10 item 6).
+	bugCorruptReadNotFatal
+)
 
 const (
 	segmentBytesDefault   = 64 << 20
@@ -83,6 +123,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
 	}
 	return o
 }

@@ -20,19 +20,18 @@ func (w *WAL) LastIndex() uint64 {
 }
 
 // DurableIndex returns the durable watermark: every index up to it is fdatasync'd.
+// A caller that needs the durable index together with its term (or with anything
+// else) reads Progress: between DurableIndex and Term a truncation and an append can
+// put an entry that is not durable at the same index.
 func (w *WAL) DurableIndex() uint64 { return w.durableIndex.Load() }
 
-// DurableNotify returns a channel closed at the next advance of the durable index, or
-// when the WAL fails, truncates, resets or closes. Take the channel before reading
-// DurableIndex and no advance can be missed.
-func (w *WAL) DurableNotify() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.durableCh
-}
+// DurableNotify is Notify (the same channel): closed at the next change of the
+// Progress, which includes every advance of the durable index.
+func (w *WAL) DurableNotify() <-chan struct{} { return w.Notify() }
 
 // Term returns the term of the entry at index; at FirstIndex()-1 it returns the term
-// of the compaction watermark.
+// of the compaction watermark. It is the term in memory, durable or not: for the term
+// of the durable index read Progress.
 func (w *WAL) Term(index uint64) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -51,6 +50,8 @@ func (w *WAL) Term(index uint64) (uint64, error) {
 // that entry is removed first (TruncateSuffix, Reset), the failure error if the WAL
 // fails, ErrClosed, or the context's error. An index at or below the compaction
 // watermark is durable by construction (compaction never passes the durable index).
+// In stepped mode it does not perform steps: another goroutine must (a caller that
+// drives the steps itself watches Progress instead).
 func (w *WAL) WaitDurable(ctx context.Context, index uint64) error {
 	if w.durableIndex.Load() >= index {
 		return nil // durable <= last index always, so this is the entry now at index
@@ -122,14 +123,41 @@ type readItem struct {
 	rec          []byte // the cached record, or nil: read it from meta.seg
 }
 
+// readResult is a verified record: its bytes (aliasing the tail cache when cached) and
+// the entry decoded from them (Data aliases rec).
+type readResult struct {
+	rec    []byte
+	entry  Entry
+	cached bool
+}
+
 // Entries returns the entries with indexes in [lo, hi), from the tail cache or straight
 // from the segments, each verified (checksum, index, term and hash chain against what
 // the WAL holds in memory) before it is returned; a record that fails verification after
-// ReadRetries re-reads is never served: Entries returns ErrCorrupt. The result holds at
+// ReadRetries re-reads is never served: Entries returns ErrCorrupt, and if the record
+// lies inside the durable prefix the WAL fails (loudly; Err wraps ErrFailed and
+// ErrCorrupt), so that the owner reopens it and recovery rules on the damage. Reads of
+// other entries keep working on the failed WAL. The result holds at
 // least one entry when lo < hi, and then stops before the total record size would pass
 // maxBytes. It serves every appended entry, durable or not: to serve only the durable
-// log (catch-up), bound hi by DurableIndex()+1.
+// log (catch-up), bound hi by Progress().DurableIndex+1.
 func (w *WAL) Entries(lo, hi, maxBytes uint64) ([]Entry, error) {
+	got, err := w.read(lo, hi, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(got))
+	for i, g := range got {
+		out[i] = g.entry
+		if g.cached {
+			out[i].Data = append([]byte(nil), g.entry.Data...) // the cache is never handed out
+		}
+	}
+	return out, nil
+}
+
+// read plans and performs a verified read of [lo, hi): see Entries.
+func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
 	w.mu.Lock()
 	switch {
 	case w.closing:
@@ -170,22 +198,25 @@ func (w *WAL) Entries(lo, hi, maxBytes uint64) ([]Entry, error) {
 	}
 	w.filesMu.RLock()
 	w.mu.Unlock()
-	defer w.filesMu.RUnlock()
-	return w.readPlan(plan)
+	out, bad, err := w.readPlan(plan)
+	w.filesMu.RUnlock() // before corruptRead: fail takes mu (lock order)
+	if err != nil {
+		return nil, w.corruptRead(bad, err)
+	}
+	return out, nil
 }
 
 // readPlan reads and verifies the plan's records, one ReadAt per run of records that
-// are contiguous in one segment.
-func (w *WAL) readPlan(plan []readItem) ([]Entry, error) {
-	out := make([]Entry, 0, len(plan))
+// are contiguous in one segment. On failure it returns the item that failed.
+func (w *WAL) readPlan(plan []readItem) ([]readResult, readItem, error) {
+	out := make([]readResult, 0, len(plan))
 	for i := 0; i < len(plan); {
 		if plan[i].rec != nil {
 			e, err := verifyItem(plan[i].rec, plan[i])
 			if err != nil {
-				return nil, w.corruptRead(plan[i], "tail cache", err)
+				return nil, plan[i], fmt.Errorf("in the tail cache: %w", err)
 			}
-			e.Data = append([]byte(nil), e.Data...)
-			out = append(out, e)
+			out = append(out, readResult{rec: plan[i].rec, entry: e, cached: true})
 			i++
 			continue
 		}
@@ -194,18 +225,18 @@ func (w *WAL) readPlan(plan []readItem) ([]Entry, error) {
 			plan[j].meta.offset == plan[j-1].meta.offset+int64(plan[j-1].meta.size) {
 			j++
 		}
-		run, err := w.readRun(plan[i:j])
+		run, bad, err := w.readRun(plan[i:j])
 		if err != nil {
-			return nil, err
+			return nil, bad, err
 		}
 		out = append(out, run...)
 		i = j
 	}
-	return out, nil
+	return out, readItem{}, nil
 }
 
 // readRun reads a contiguous run of records, re-reading it while it fails verification.
-func (w *WAL) readRun(run []readItem) ([]Entry, error) {
+func (w *WAL) readRun(run []readItem) ([]readResult, readItem, error) {
 	first, last := run[0].meta, run[len(run)-1].meta
 	size := last.offset + int64(last.size) - first.offset
 	var failed readItem
@@ -216,26 +247,27 @@ func (w *WAL) readRun(run []readItem) ([]Entry, error) {
 			lastErr, failed = fmt.Errorf("read: %w", err), run[0]
 			continue
 		}
-		out := make([]Entry, 0, len(run))
+		out := make([]readResult, 0, len(run))
 		lastErr = nil
 		for _, it := range run {
 			off := it.meta.offset - first.offset
-			e, err := verifyItem(buf[off:off+int64(it.meta.size)], it)
+			rec := buf[off : off+int64(it.meta.size) : off+int64(it.meta.size)]
+			e, err := verifyItem(rec, it)
 			if err != nil {
 				lastErr, failed = err, it
 				break
 			}
-			out = append(out, e)
+			out = append(out, readResult{rec: rec, entry: e})
 		}
 		if lastErr == nil {
 			if attempt > 0 {
 				w.log.Warn("wal: read failed verification, then a re-read succeeded (transient)", "segment", first.seg.name,
 					"offset", first.offset, "attempts", attempt+1)
 			}
-			return out, nil
+			return out, readItem{}, nil
 		}
 	}
-	return nil, w.corruptRead(failed, first.seg.name, lastErr)
+	return nil, failed, fmt.Errorf("in %s: %w", first.seg.name, lastErr)
 }
 
 // verifyItem checks a record against what the WAL holds in memory for it.
@@ -255,7 +287,15 @@ func verifyItem(b []byte, it readItem) (Entry, error) {
 	return Entry{Index: r.index, Term: r.term, Data: r.data}, nil
 }
 
-func (w *WAL) corruptRead(it readItem, where string, err error) error {
-	w.log.Error("wal: CORRUPT record on read; not served", "index", it.index, "where", where, "offset", it.meta.offset, "err", err)
-	return fmt.Errorf("%w: entry %d in %s at offset %d: %w", ErrCorrupt, it.index, where, it.meta.offset, err)
+// corruptRead reports a record that failed verification after every re-read: never
+// served, logged loudly. Inside the durable prefix it fails the WAL: the log holds
+// damage that recovery must rule on (it will say TRUNCATED), so the owner restarts
+// instead of serving around the hole. Called without mu and filesMu.
+func (w *WAL) corruptRead(it readItem, err error) error {
+	w.log.Error("wal: CORRUPT record on read; not served", "index", it.index, "offset", it.meta.offset, "err", err)
+	err = fmt.Errorf("%w: entry %d at offset %d: %w", ErrCorrupt, it.index, it.meta.offset, err)
+	if it.index <= w.durableIndex.Load() && w.opts.bugs&bugCorruptReadNotFatal == 0 {
+		w.fail(fmt.Errorf("damage found by a read inside the durable prefix (reopen: recovery rules on it): %w", err))
+	}
+	return err
 }

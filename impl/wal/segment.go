@@ -53,7 +53,7 @@ type segment struct {
 	file vfs.File
 	hdr  segmentHeader
 
-	// The fields below belong to the flusher (guarded by WAL.ioMu).
+	// The fields below belong to the pipeline (guarded by WAL.ioMu).
 
 	// writeOffset is where the next batch goes. Invariant: a multiple of
 	// hdr.blockBytes, in [blockBytes, hdr.segmentBytes].
@@ -179,36 +179,30 @@ func (w *WAL) initSegment(f vfs.File, tmp string, hdr segmentHeader, fill bool) 
 	return &segment{name: name, file: f, hdr: hdr, writeOffset: int64(hdr.blockBytes)}, nil
 }
 
-// runPreparer makes a spare segment file (fresh, zero-filled, fdatasync'd) when the
-// active segment is half full and no free or spare file is waiting, so that rotation
-// never waits for a zero fill and never writes into fallocated blocks. With compaction
-// recycling files it rarely has work. It is an optimisation only: a spare that cannot
-// be made is logged and skipped.
-func (w *WAL) runPreparer() {
-	defer close(w.prepDone)
-	for {
-		select {
-		case <-w.prepCh:
-		case <-w.closeCh:
-			return
-		}
-		w.ioMu.Lock()
-		need := len(w.spares) == 0 && len(w.free) == 0
-		w.spareSeq++
-		name := segmentFileName(prefixSpare, w.spareSeq)
-		w.ioMu.Unlock()
-		if !need {
-			continue
-		}
-		if err := w.makeSpare(name); err != nil {
-			w.log.Warn("wal: cannot prepare a spare segment file", "file", name, "err", err)
-			_ = w.fs.Remove(filepath.Join(w.dir, name))
-			continue
-		}
-		w.ioMu.Lock()
-		w.spares = append(w.spares, name)
-		w.ioMu.Unlock()
+// prepareSpare is StepPrepare: it makes a spare segment file (fresh, zero-filled,
+// fdatasync'd) when the active segment passed half full and no free or spare file is
+// waiting, so that rotation never waits for a zero fill and never writes into
+// fallocated blocks. With compaction recycling files it rarely has work. It is an
+// optimisation only: a spare that cannot be made is logged and skipped. The file's I/O
+// runs without ioMu, so that the flusher is not held up by a zero fill.
+func (w *WAL) prepareSpare() {
+	w.ioMu.Lock()
+	w.spareWanted = false
+	need := len(w.spares) == 0 && len(w.free) == 0
+	w.spareSeq++
+	name := segmentFileName(prefixSpare, w.spareSeq)
+	w.ioMu.Unlock()
+	if !need {
+		return
 	}
+	if err := w.makeSpare(name); err != nil {
+		w.log.Warn("wal: cannot prepare a spare segment file", "file", name, "err", err)
+		_ = w.fs.Remove(filepath.Join(w.dir, name))
+		return
+	}
+	w.ioMu.Lock()
+	w.spares = append(w.spares, name)
+	w.ioMu.Unlock()
 }
 
 func (w *WAL) makeSpare(name string) error {
@@ -278,6 +272,7 @@ func (w *WAL) writeBatch(seg *segment, recs [][]byte, tip chainTip, placed []pla
 	seg.writeOffset += total
 	if !seg.prepared && seg.writeOffset > int64(seg.hdr.segmentBytes)/2 {
 		seg.prepared = true
+		w.spareWanted = true
 		ring(w.prepCh)
 	}
 	seg.dirty = true

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/durableraft/durableraft/impl/wal/vfs"
 )
@@ -35,32 +36,44 @@ type entryMeta struct {
 type opKind uint8
 
 const (
-	opRecords  opKind = iota + 1 // write recs
-	opTruncate                   // start a segment at tip.index+1 superseding everything from there
-	opReset                      // start a base segment at tip.index+1 superseding everything
+	opRecords   opKind = iota + 1 // write recs
+	opTruncate                    // start a segment at tip.index+1 superseding everything from there
+	opReset                       // start a base segment at tip.index+1 superseding everything
+	opHardState                   // write hs (with the loss mark lost) to both slots of the hard-state file
+	opRelease                     // release compacted segments (segs), oldest first
+	opSeal                        // write a seal after an unvouched last batch
 )
 
-// op is work submitted to the flusher, in order.
+// op is work submitted to the pipeline, in order.
 type op struct {
 	kind opKind
 	recs [][]byte
 	tip  chainTip
+	hs   HardState
+	lost bool
+	segs []*segment
+	// ticket is the first submission the op carries (later ones may have joined it).
+	ticket uint64
 }
 
 // WAL is a segmented write-ahead log with group commit. See the package documentation.
 // All methods are safe for concurrent use.
 type WAL struct {
-	fs   vfs.FS
-	dir  string
-	opts Options
-	log  *slog.Logger
+	fs    vfs.FS
+	dir   string
+	opts  Options
+	log   *slog.Logger
+	clock Clock
 	// dirLock is the lock on dir's LOCK file, held from Open to Close so that two
 	// owners never write one log.
 	dirLock io.Closer
 
-	// ioMu serialises the flusher's I/O with CompactPrefix and Close. Lock order: ioMu,
-	// then mu. filesMu is never taken exclusively while mu is held.
+	// ioMu is the driver's lock: whoever computes or performs a step (the flusher
+	// goroutine, or the caller in stepped mode) holds it, so steps never overlap.
+	// Lock order: ioMu, then mu. filesMu is never taken exclusively while mu is held.
 	ioMu sync.Mutex
+	// job is the group-commit cycle (or seal) in flight, nil when none. Guarded by ioMu.
+	job *job
 	// active is the segment batches go to. Guarded by ioMu.
 	active *segment
 	// diskTip is the chain after the last record written to the active chain.
@@ -70,14 +83,21 @@ type WAL struct {
 	// Guarded by ioMu.
 	generationMax uint64
 	// free lists compacted segment files kept for reuse, spares fresh zero-filled
-	// files made ahead by the preparer; spareSeq numbers spares. Guarded by ioMu.
-	free     []string
-	spares   []string
-	spareSeq uint64
+	// files made ahead by the preparer; spareSeq numbers spares; spareWanted: the
+	// active segment passed half full and a spare may be needed. Guarded by ioMu.
+	free        []string
+	spares      []string
+	spareSeq    uint64
+	spareWanted bool
+	// idleFrom is when the pipeline last finished writing: SealDelay counts from it.
+	// Guarded by ioMu.
+	idleFrom time.Time
 	// opening: Open is running (createSegment may take its time).
 	opening bool
 	// buf is the flusher's batch buffer. Guarded by ioMu.
 	buf []byte
+	// hs is the hard-state file. Guarded by ioMu (Open and Close aside).
+	hs *hardStateFile
 
 	// filesMu guards the lifetime of segment file handles: readers hold it shared
 	// while they read outside mu; closing a handle takes it exclusively.
@@ -92,43 +112,61 @@ type WAL struct {
 	tip   chainTip
 	metas []entryMeta
 	// cache holds the encoded records of indexes [cacheFirst, tip.index]. Invariant:
-	// every record whose meta has no segment is in it.
+	// every record whose meta has no segment is in it. Records in it are never
+	// modified (Records hands them out).
 	cache      [][]byte
 	cacheFirst uint64
 	cacheBytes int
 	// segs are the segments holding the log, oldest first; the newest is the active
-	// one. Modified only with ioMu held too.
-	segs []*segment
-	// pending is the work not yet taken by the flusher.
+	// one. detached are compacted segments out of segs whose files are not yet
+	// released (an opRelease is queued for them).
+	segs     []*segment
+	detached []*segment
+	// pending is the work not yet taken by the pipeline.
 	pending []op
-	// takeGen counts the flusher's takes of pending work, publishGen the takes that
-	// finished (made durable, or failed); inflight: a take is being written.
-	takeGen    uint64
-	publishGen uint64
-	inflight   bool
-	// takenIndex is the highest index handed to the flusher: a truncation above it has
-	// nothing on disk to supersede.
+	// inflight: a group-commit cycle was taken and is not yet published or failed.
+	inflight bool
+	// ticketLast is the ticket of the last submission; synced is the highest ticket
+	// such that every submission up to it is durable (or superseded). Invariant:
+	// synced <= ticketLast; synced == ticketLast when nothing is pending or in flight.
+	ticketLast uint64
+	synced     uint64
+	// hurry: skip SyncDelay for the work pending now (SubmitSync, Close). gatherFrom:
+	// when SyncDelay started counting for the work pending now.
+	hurry      bool
+	gatherFrom time.Time
+	// rung (bugEdgeTriggered only): work arrived since the last publish.
+	rung bool
+	// takenIndex is the highest index handed to the pipeline: a truncation above it
+	// has nothing on disk to supersede.
 	takenIndex uint64
-	// inflightCap bounds what the flush in progress may report durable; truncations
-	// lower it.
-	inflightCap uint64
+	// inflightCap bounds what the cycle in flight may report durable, inflightCapTerm
+	// is the term on disk at inflightCap; truncations and resets lower them.
+	inflightCap     uint64
+	inflightCapTerm uint64
+	// hsSubmitted and lostSubmitted are the hard state and loss mark of the last
+	// submission (what SubmitHardState validates against); hsDurable is the last one
+	// made durable (or recovered).
+	hsSubmitted   HardState
+	lostSubmitted bool
+	hsDurable     hardStateSlot
 	// waiters are the WaitDurable calls in progress.
 	waiters map[*waiter]struct{}
 	failErr error
 	closing bool
-	// durableCh is closed and replaced whenever durableIndex advances or the WAL fails.
+	closed  bool
+	// durableCh is closed and replaced whenever the Progress changes (durable index,
+	// Synced, hard state, failure) and at truncation, reset and close.
 	durableCh chan struct{}
-	// durableIndex: every index up to it is fdatasync'd. Written under mu. It only
-	// grows, except that TruncateSuffix clamps it and Reset sets it.
+	// durableIndex: every index up to it is fdatasync'd; durableTerm is the term on
+	// disk at durableIndex. Written under mu. It only grows, except that
+	// TruncateSuffix clamps it and Reset may lower it.
 	durableIndex atomic.Uint64
-
-	hsMu sync.Mutex
-	hs   *hardStateFile
+	durableTerm  uint64
 
 	prepCh   chan struct{} // doorbell: a spare may be needed (buffered, 1)
 	prepDone chan struct{}
 	wakeCh   chan struct{} // doorbell: something was submitted (buffered, 1)
-	hurryCh  chan struct{} // skip the SyncDelay wait (buffered, 1)
 	closeCh  chan struct{}
 	doneCh   chan struct{}
 	stats    statsCounters
@@ -179,13 +217,12 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 		return nil, nil, fmt.Errorf("wal: lock %s: %w", dir, err)
 	}
 	w := &WAL{
-		fs: fsys, dir: dir, opts: opts, log: opts.Logger, dirLock: dirLock,
+		fs: fsys, dir: dir, opts: opts, log: opts.Logger, clock: opts.Clock, dirLock: dirLock,
 		durableCh: make(chan struct{}),
 		waiters:   map[*waiter]struct{}{},
 		wakeCh:    make(chan struct{}, 1),
 		prepCh:    make(chan struct{}, 1),
 		prepDone:  make(chan struct{}),
-		hurryCh:   make(chan struct{}, 1),
 		closeCh:   make(chan struct{}),
 		doneCh:    make(chan struct{}),
 	}
@@ -208,7 +245,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 		}
 		return nil, nil, err
 	}
-	if opts.manualFlush {
+	if opts.Stepped {
 		close(w.doneCh)
 		close(w.prepDone)
 	} else {
@@ -293,6 +330,7 @@ func (w *WAL) recoverAll(disk []*diskSegment) (*Recovery, error) {
 		return nil, err
 	}
 	w.hs = hs
+	w.hsDurable, w.hsSubmitted, w.lostSubmitted = hs.last, hs.last.state, hs.last.lost
 	rl, err := w.recoverLog(disk)
 	if err != nil {
 		return nil, err
@@ -315,6 +353,8 @@ func (w *WAL) recoverAll(disk []*diskSegment) (*Recovery, error) {
 		return nil, fmt.Errorf("wal: make recovered log durable: %w", err)
 	}
 	w.durableIndex.Store(rl.tip.index)
+	w.durableTerm = rl.tip.term
+	w.idleFrom = w.clock.Now()
 	rec.IndexFirst, rec.IndexLast, rec.DurableIndex = rl.base.index+1, rl.tip.index, rl.tip.index
 	w.logRecovery(rec)
 	return rec, nil
@@ -380,7 +420,10 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 	// Seal: vouch for the last batch, and overwrite the torn slot (the seal write also
 	// zeroes the block after it, since the file holds old bytes there).
 	last.unvouched = true
-	return w.seal()
+	if err := w.seal(); err != nil {
+		return err
+	}
+	return w.syncSegment(w.active)
 }
 
 func (w *WAL) logRecovery(rec *Recovery) {

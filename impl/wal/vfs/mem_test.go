@@ -325,3 +325,45 @@ func TestOS(t *testing.T) {
 		t.Fatalf("open removed: %v", err)
 	}
 }
+
+// Digest covers names, the page cache, stable storage and unsynced writes.
+func TestMemDigest(t *testing.T) {
+	build := func(sync bool, data string) *MemFS {
+		m := NewMemFS(MemConfig{Seed: 1})
+		if err := m.MkdirAll("/d"); err != nil {
+			t.Fatal(err)
+		}
+		f, err := m.Create("/d/f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte(data), 0); err != nil {
+			t.Fatal(err)
+		}
+		if sync {
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	a, b := build(true, "abc"), build(true, "abc")
+	if a.Digest() != b.Digest() {
+		t.Fatal("equal disks, different digests")
+	}
+	if a.Digest() == build(false, "abc").Digest() {
+		t.Fatal("an unsynced write does not change the digest")
+	}
+	if a.Digest() == build(true, "abd").Digest() {
+		t.Fatal("different bytes, same digest")
+	}
+	if err := a.Rename("/d/f", "/d/g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Rename("/d/f", "/d/h"); err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest() == b.Digest() {
+		t.Fatal("different names, same digest")
+	}
+}
