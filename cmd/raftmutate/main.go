@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+func main() {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	var exit exitError
+	switch {
+	case errors.As(err, &exit):
+		os.Exit(int(exit))
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "raftmutate:", err)
+		os.Exit(2)
+	}
+}
+
+// exitError is an exit status whose explanation is already printed.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+type options struct {
+	root, ops, files, funcs, skipFuncs, asserts string
+	judge, only, equivalents, report, jsonPath  string
+	timeout                                     time.Duration
+	workers, sampleN, tail                      int
+	seed                                        uint64
+	threshold                                   float64
+	list, noBaseline, buildCheck                bool
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.root, "C", "", "module root: where packages are named from and commands run (default: the nearest directory with a go.mod)")
+	fs.StringVar(&o.ops, "ops", "all", "operators or groups, comma-separated: "+opNames(allOperators)+"; groups spec (the first five), impl, all")
+	fs.StringVar(&o.files, "files", "", "comma-separated base-name globs: mutate only these files of each package (default: all)")
+	fs.StringVar(&o.funcs, "funcs", "", "regexp: mutate only inside functions whose name (Name, or Type.Name for methods) matches")
+	fs.StringVar(&o.skipFuncs, "skip-funcs", "", "regexp: do not mutate inside functions whose name matches")
+	fs.StringVar(&o.asserts, "asserts", "assert,failf", "comma-separated assertion helpers: their arguments, and the condition of an if whose body only calls one, are not mutated")
+	fs.StringVar(&o.judge, "judge", "go test -count=1 {pkg}", "shell command judging a mutant (exit 0 = survived); {pkg} is ./<package dir>; runs in the module root with GOFLAGS carrying the overlay")
+	fs.DurationVar(&o.timeout, "timeout", 0, "per-mutant timeout (0: 3 × the baseline run + 30s)")
+	fs.IntVar(&o.workers, "workers", 1, "mutants judged in parallel")
+	fs.IntVar(&o.sampleN, "sample", 0, "judge a deterministic sample of N mutants per package (0: all)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of -sample")
+	fs.StringVar(&o.only, "only", "", "judge only these mutants: comma-separated ids, or @FILE with one id a line")
+	fs.StringVar(&o.equivalents, "equivalents", "", "file of mutants declared equivalent: 'ID argument' a line")
+	fs.Float64Var(&o.threshold, "threshold", 0.95, "minimum mutation score; below it result=below-threshold and exit status 1")
+	fs.StringVar(&o.report, "report", "", "write the markdown report to this file")
+	fs.StringVar(&o.jsonPath, "json", "", "write every outcome as JSON to this file")
+	fs.IntVar(&o.tail, "tail", 5, "judge output lines kept per killed mutant")
+	fs.BoolVar(&o.list, "list", false, "list the selected mutants (id and change) and exit without judging")
+	fs.BoolVar(&o.noBaseline, "no-baseline", false, "skip the run of the judge on the unchanged package")
+	fs.BoolVar(&o.buildCheck, "build-check", true, "compile each mutant (go build) before judging it, to tell build errors apart")
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("raftmutate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: raftmutate [flags] PACKAGE-DIR...\n\n")
+		fs.PrintDefaults()
+	}
+	var o options
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitError(2)
+	}
+	if o.sampleN > 0 && o.only != "" {
+		return errors.New("-sample and -only exclude each other")
+	}
+	if o.workers < 1 {
+		return errors.New("-workers must be at least 1")
+	}
+	cfg, err := o.genConfig()
+	if err != nil {
+		return err
+	}
+	root, err := moduleRoot(o.root)
+	if err != nil {
+		return err
+	}
+	var pkgs []*Package
+	for _, dir := range fs.Args() {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(root, dir)
+		}
+		p, err := generatePackage(root, dir, cfg)
+		if err != nil {
+			return err
+		}
+		pkgs = append(pkgs, p)
+	}
+	eq, err := loadEquivalents(o.equivalents)
+	if err != nil {
+		return err
+	}
+	stale, err := checkEquivalents(pkgs, eq)
+	if err != nil {
+		return err
+	}
+	for _, id := range stale {
+		fmt.Fprintf(stderr, "raftmutate: warning: %s: declared equivalent, but no such mutant (stale?)\n", id)
+	}
+	selected, selection, err := o.selectMutants(pkgs)
+	if err != nil {
+		return err
+	}
+	if o.list {
+		for _, p := range pkgs {
+			for _, m := range selected[p.Dir] {
+				fmt.Fprintf(stdout, "%s\t%s\n", m.ID, m.Diff())
+			}
+		}
+		return nil
+	}
+	return o.judgeAll(root, pkgs, selected, eq, &RunInfo{Ops: cfg.ops.String(), Selection: selection,
+		Workers: o.workers, Threshold: o.threshold, Stale: stale}, stdout, stderr)
+}
+
+func (o *options) genConfig() (*genConfig, error) {
+	ops, err := parseOps(o.ops)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &genConfig{ops: ops, asserts: map[string]bool{}}
+	for _, g := range strings.Split(o.files, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			if _, err := filepath.Match(g, ""); err != nil {
+				return nil, fmt.Errorf("-files %q: %w", g, err)
+			}
+			cfg.files = append(cfg.files, g)
+		}
+	}
+	for _, a := range strings.Split(o.asserts, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cfg.asserts[a] = true
+		}
+	}
+	if o.funcs != "" {
+		if cfg.funcs, err = regexp.Compile(o.funcs); err != nil {
+			return nil, fmt.Errorf("-funcs: %w", err)
+		}
+	}
+	if o.skipFuncs != "" {
+		if cfg.skipFuncs, err = regexp.Compile(o.skipFuncs); err != nil {
+			return nil, fmt.Errorf("-skip-funcs: %w", err)
+		}
+	}
+	return cfg, nil
+}
+
+// selectMutants applies -only or -sample to each package.
+func (o *options) selectMutants(pkgs []*Package) (map[string][]Mutant, string, error) {
+	selected := map[string][]Mutant{}
+	ids, err := parseOnly(o.only)
+	if err != nil {
+		return nil, "", err
+	}
+	var all []Mutant
+	for _, p := range pkgs {
+		all = append(all, p.Mutants...)
+	}
+	switch {
+	case o.only != "":
+		chosen, missing := only(all, ids)
+		if len(missing) > 0 {
+			return nil, "", fmt.Errorf("-only: no such mutant: %s", strings.Join(missing, ", "))
+		}
+		for _, m := range chosen {
+			selected[m.Pkg] = append(selected[m.Pkg], m)
+		}
+		return selected, fmt.Sprintf("%d chosen with -only", len(chosen)), nil
+	case o.sampleN > 0:
+		for _, p := range pkgs {
+			selected[p.Dir] = sample(p.Mutants, o.sampleN, o.seed)
+		}
+		return selected, fmt.Sprintf("a sample of at most %d per package (-seed %d)", o.sampleN, o.seed), nil
+	}
+	for _, p := range pkgs {
+		selected[p.Dir] = p.Mutants
+	}
+	return selected, "all", nil
+}
+
+// judgeAll runs the baselines and the mutants, and reports.
+func (o *options) judgeAll(root string, pkgs []*Package, selected map[string][]Mutant, eq map[string]string,
+	info *RunInfo, stdout, stderr io.Writer) error {
+	tmp, err := os.MkdirTemp("", "raftmutate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if strings.ContainsAny(tmp, " \t") {
+		return fmt.Errorf("temporary directory %q contains white space, which GOFLAGS cannot carry; set TMPDIR", tmp)
+	}
+	r := &runner{root: root, judge: o.judge, timeout: o.timeout, tail: o.tail, buildCheck: o.buildCheck,
+		tmp: tmp, goFlags: os.Getenv("GOFLAGS"), log: stderr}
+	info.Judge, info.Commit = o.judge, gitCommit(root)
+	var results []*PackageResult
+	var total Tally
+	for _, p := range pkgs {
+		pr := &PackageResult{Dir: p.Dir, Generated: len(p.Mutants)}
+		ms := selected[p.Dir]
+		if len(ms) == 0 {
+			results = append(results, pr)
+			continue
+		}
+		if !o.noBaseline {
+			base, err := r.baseline(p.Dir)
+			if err != nil {
+				return err
+			}
+			pr.Baseline = base.Seconds()
+			fmt.Fprintf(stderr, "raftmutate: %s: baseline passes in %.1fs; %d of %d mutants to judge\n", p.Dir, pr.Baseline, len(ms), len(p.Mutants))
+			if o.timeout == 0 {
+				r.timeout = 3*base + 30*time.Second
+			}
+		} else if o.timeout == 0 {
+			r.timeout = 10 * time.Minute
+		}
+		info.Timeout = r.timeout.Round(time.Second).String()
+		outs, err := r.runAll(ms, o.workers)
+		if err != nil {
+			return err
+		}
+		for i := range outs {
+			outs[i].Equivalent = eq[outs[i].ID]
+			if outs[i].Equivalent != "" && outs[i].Status != Survived {
+				fmt.Fprintf(stderr, "raftmutate: warning: %s is declared equivalent but was %s (%s)\n", outs[i].ID, outs[i].Status, outs[i].By)
+			}
+			pr.Tally.add(&outs[i])
+			total.add(&outs[i])
+		}
+		pr.Outcomes = outs
+		results = append(results, pr)
+		fmt.Fprintf(stdout, "package=%s %s\n", p.Dir, pr.Tally.Line(o.threshold))
+	}
+	if err := o.writeOutputs(info, results); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, total.Line(o.threshold))
+	if total.Result(o.threshold) != "ok" {
+		return exitError(1)
+	}
+	return nil
+}
+
+func (o *options) writeOutputs(info *RunInfo, results []*PackageResult) error {
+	if o.report != "" {
+		var b bytes.Buffer
+		writeReport(&b, info, results)
+		if err := os.WriteFile(o.report, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.jsonPath != "" {
+		var all []Outcome
+		for _, p := range results {
+			all = append(all, p.Outcomes...)
+		}
+		js, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonPath, append(js, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moduleRoot is dir, or the nearest directory at or above the working
+// directory holding a go.mod.
+func moduleRoot(dir string) (string, error) {
+	if dir != "" {
+		return filepath.Abs(dir)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod at or above %s; use -C", wd)
+		}
+	}
+}
+
+// gitCommit names the commit the module root is at, for the report.
+func gitCommit(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "(unknown)"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
+}

@@ -1,0 +1,3 @@
+module example.com/strong
+
+go 1.26

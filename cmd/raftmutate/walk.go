@@ -1,0 +1,308 @@
+package main
+
+import (
+	"go/ast"
+	"go/token"
+	"regexp"
+)
+
+// generator walks one file's function bodies and collects mutants.
+type generator struct {
+	cfg     *genConfig
+	fset    *token.FileSet
+	tf      *token.File
+	src     []byte
+	rel     string
+	imports map[string]bool
+	out     []Mutant
+
+	fn     string         // enclosing declared function, for reports
+	fnType *ast.FuncType  // innermost enclosing function (declared or literal)
+	fnBody *ast.BlockStmt // its body
+	tail   map[ast.Stmt]bool
+}
+
+// funcBody walks the body of a declared function or a function literal.
+func (g *generator) funcBody(ft *ast.FuncType, body *ast.BlockStmt) {
+	saveType, saveBody, saveTail := g.fnType, g.fnBody, g.tail
+	g.fnType, g.fnBody, g.tail = ft, body, map[ast.Stmt]bool{}
+	markTailList(body.List, g.tail)
+	g.walk(body)
+	g.fnType, g.fnBody, g.tail = saveType, saveBody, saveTail
+}
+
+func (g *generator) walk(root ast.Node) {
+	ast.Inspect(root, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			g.funcBody(n.Type, n.Body)
+			return false
+		case *ast.CallExpr:
+			if g.isAssertCall(n) {
+				return false
+			}
+			g.minMax(n)
+		case *ast.IfStmt:
+			if g.isAssertIf(n) {
+				if n.Init != nil {
+					g.walk(n.Init)
+				}
+				return false
+			}
+			g.ifNegate(n)
+			g.condition(n.Cond)
+		case *ast.ReturnStmt:
+			for _, r := range n.Results {
+				g.condition(r)
+			}
+		case *ast.SwitchStmt:
+			if n.Tag == nil {
+				for _, c := range n.Body.List {
+					for _, e := range c.(*ast.CaseClause).List {
+						g.condition(e)
+					}
+				}
+			}
+		case *ast.BlockStmt:
+			g.stmtList(n.List)
+		case *ast.CaseClause:
+			g.stmtList(n.Body)
+		case *ast.CommClause:
+			g.stmtList(n.Body)
+		case *ast.BinaryExpr:
+			g.binary(n)
+		}
+		return true
+	})
+}
+
+// add records a mutant replacing [from, to) by repl; at is the position
+// its id names.
+func (g *generator) add(op Operator, k int, at, from, to token.Pos, repl string) {
+	if !g.cfg.ops[op] {
+		return
+	}
+	p := g.fset.Position(at)
+	m := Mutant{File: g.rel, Line: p.Line, Col: p.Column, Op: op, K: k, Func: g.fn,
+		start: g.tf.Offset(from), end: g.tf.Offset(to), repl: repl}
+	m.setID()
+	g.out = append(g.out, m)
+}
+
+func (g *generator) text(n ast.Node) string {
+	return string(g.src[g.tf.Offset(n.Pos()):g.tf.Offset(n.End())])
+}
+
+// isAssertCall says whether c calls one of the configured assertion
+// helpers; its arguments are not mutated.
+func (g *generator) isAssertCall(c *ast.CallExpr) bool {
+	switch f := c.Fun.(type) {
+	case *ast.Ident:
+		return g.cfg.asserts[f.Name]
+	case *ast.SelectorExpr:
+		return g.cfg.asserts[f.Sel.Name]
+	}
+	return false
+}
+
+// isAssertIf says whether s is "if cond { assertHelper(...) }": cond is an
+// assertion, and a weakened assertion is not observable in a correct
+// program.
+func (g *generator) isAssertIf(s *ast.IfStmt) bool {
+	if s.Else != nil || len(s.Body.List) != 1 {
+		return false
+	}
+	es, ok := s.Body.List[0].(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	c, ok := es.X.(*ast.CallExpr)
+	return ok && g.isAssertCall(c)
+}
+
+// condition generates the and-drop and or-drop mutants of a condition: for
+// every && or || chain in its boolean structure (through parentheses and
+// negation), one mutant per operand, that operand removed.
+func (g *generator) condition(e ast.Expr) {
+	switch e := e.(type) {
+	case *ast.ParenExpr:
+		g.condition(e.X)
+	case *ast.UnaryExpr:
+		if e.Op == token.NOT {
+			g.condition(e.X)
+		}
+	case *ast.BinaryExpr:
+		if e.Op != token.LAND && e.Op != token.LOR {
+			return
+		}
+		op := OpAndDrop
+		if e.Op == token.LOR {
+			op = OpOrDrop
+		}
+		operands, first := flatten(e, e.Op)
+		for k, x := range operands {
+			if k == 0 {
+				g.add(op, k, first, x.Pos(), operands[1].Pos(), "")
+			} else {
+				g.add(op, k, first, operands[k-1].End(), x.End(), "")
+			}
+		}
+		for _, x := range operands {
+			g.condition(x)
+		}
+	}
+}
+
+// flatten returns the operands of the chain of op rooted at e, and the
+// position of its first operator token.
+func flatten(e *ast.BinaryExpr, op token.Token) ([]ast.Expr, token.Pos) {
+	var left []ast.Expr
+	first := e.OpPos
+	if x, ok := e.X.(*ast.BinaryExpr); ok && x.Op == op {
+		left, first = flatten(x, op)
+	} else {
+		left = []ast.Expr{e.X}
+	}
+	return append(left, e.Y), first
+}
+
+var flips = map[token.Token]token.Token{
+	token.LSS: token.LEQ, token.LEQ: token.LSS,
+	token.GTR: token.GEQ, token.GEQ: token.GTR,
+	token.EQL: token.NEQ, token.NEQ: token.EQL,
+}
+
+// binary generates cmp-flip, eq-flip and off-by-one mutants.
+func (g *generator) binary(e *ast.BinaryExpr) {
+	opEnd := e.OpPos + token.Pos(len(e.Op.String()))
+	switch e.Op {
+	case token.LSS, token.LEQ, token.GTR, token.GEQ:
+		g.add(OpCmpFlip, 0, e.OpPos, e.OpPos, opEnd, flips[e.Op].String())
+	case token.EQL, token.NEQ:
+		g.add(OpEqFlip, 0, e.OpPos, e.OpPos, opEnd, flips[e.Op].String())
+	case token.ADD, token.SUB:
+		if isOne(e.Y) {
+			g.add(OpOffByOne, 0, e.OpPos, e.X.End(), e.Y.End(), "")
+			g.add(OpOffByOne, 1, e.OpPos, e.Y.Pos(), e.Y.End(), "2")
+		} else if e.Op == token.ADD && isOne(e.X) {
+			g.add(OpOffByOne, 0, e.OpPos, e.X.Pos(), e.Y.Pos(), "")
+			g.add(OpOffByOne, 1, e.OpPos, e.X.Pos(), e.X.End(), "2")
+		}
+	}
+}
+
+func isOne(e ast.Expr) bool {
+	l, ok := e.(*ast.BasicLit)
+	return ok && l.Kind == token.INT && l.Value == "1"
+}
+
+// minMaxRE matches the builtins and helpers such as Max, maxU8, MinIndex.
+var minMaxRE = regexp.MustCompile(`^(min|max|Min|Max)([A-Z0-9_][A-Za-z0-9_]*)?$`)
+
+// minMax generates one minmax-drop mutant per argument: the call replaced
+// by that argument.
+func (g *generator) minMax(c *ast.CallExpr) {
+	var name string
+	switch f := c.Fun.(type) {
+	case *ast.Ident:
+		name = f.Name
+	case *ast.SelectorExpr:
+		name = f.Sel.Name
+	}
+	if !minMaxRE.MatchString(name) || len(c.Args) < 2 || c.Ellipsis.IsValid() {
+		return
+	}
+	for k, a := range c.Args {
+		repl := g.text(a)
+		if !isPrimary(a) {
+			repl = "(" + repl + ")"
+		}
+		g.add(OpMinMaxDrop, k, c.Pos(), c.Pos(), c.End(), repl)
+	}
+}
+
+// isPrimary says whether e can stand anywhere an operand can without
+// parentheses.
+func isPrimary(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.Ident, *ast.BasicLit, *ast.CompositeLit, *ast.FuncLit, *ast.ParenExpr,
+		*ast.SelectorExpr, *ast.IndexExpr, *ast.IndexListExpr, *ast.SliceExpr,
+		*ast.TypeAssertExpr, *ast.CallExpr:
+		return true
+	}
+	return false
+}
+
+// ifNegate generates if c -> if !(c). A condition that is one == or !=
+// comparison is left to eq-flip, which makes the same mutant.
+func (g *generator) ifNegate(s *ast.IfStmt) {
+	cond := s.Cond
+	if b, ok := cond.(*ast.BinaryExpr); ok && (b.Op == token.EQL || b.Op == token.NEQ) && g.cfg.ops[OpEqFlip] {
+		return
+	}
+	var repl string
+	switch {
+	case isNot(cond):
+		repl = g.text(cond.(*ast.UnaryExpr).X)
+	case isPrimary(cond):
+		repl = "!" + g.text(cond)
+	default:
+		repl = "!(" + g.text(cond) + ")"
+	}
+	g.add(OpIfNegate, 0, s.If, cond.Pos(), cond.End(), repl)
+}
+
+func isNot(e ast.Expr) bool {
+	u, ok := e.(*ast.UnaryExpr)
+	return ok && u.Op == token.NOT
+}
+
+// stmtList generates the statement removals of one statement list.
+func (g *generator) stmtList(list []ast.Stmt) {
+	for _, s := range list {
+		switch s := s.(type) {
+		case *ast.AssignStmt:
+			if s.Tok == token.DEFINE {
+				continue
+			}
+			for _, l := range s.Lhs {
+				if g.isFieldTarget(l) {
+					g.add(OpAssignDrop, 0, s.Pos(), s.Pos(), s.End(), "")
+					break
+				}
+			}
+		case *ast.IncDecStmt:
+			if g.isFieldTarget(s.X) {
+				g.add(OpAssignDrop, 0, s.Pos(), s.Pos(), s.End(), "")
+			}
+		case *ast.ReturnStmt:
+			if g.tail[s] {
+				continue // removing it changes nothing, or leaves a function without its return
+			}
+			if g.fnType.Results != nil && len(g.fnType.Results.List) > 0 && !terminatesList(g.fnBody.List, s) {
+				continue // would not compile: missing return
+			}
+			g.add(OpReturnDrop, 0, s.Pos(), s.Pos(), s.End(), "")
+		}
+	}
+}
+
+// isFieldTarget says whether an assignment's left-hand side writes a field
+// (x.f, x.f[i], *x.f), not a local or a package's variable.
+func (g *generator) isFieldTarget(e ast.Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.SelectorExpr:
+			id, ok := x.X.(*ast.Ident)
+			return !ok || !g.imports[id.Name]
+		default:
+			return false
+		}
+	}
+}
