@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run explore bugs tlc bench clean
+.PHONY: all build test test-go test-race test-tlc check run explore bugs tlc bench clean mutate-spec mutate-raft mutate-wal
 
 all: build
 
@@ -41,11 +41,15 @@ test-tlc:
 ## random walks deep enough for the corruption stories to end.
 run: build
 	@echo "== raft.tla itself, every reachable state (TLC finds 15254 distinct / 152835 generated)"
-	$(BIN)/raftspec explore -profile raft -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2
+	$(BIN)/raftspec explore $(RUN_RAFT_BOUNDS)
 	@echo "== the durable profile, every reachable state: 2 servers, a crash and a corruption"
-	$(BIN)/raftspec explore -profile durable -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1
+	$(BIN)/raftspec explore $(RUN_DURABLE_BOUNDS)
 	@echo "== the durable profile, 2000 random walks: 3 servers to term 3, a crash and a corruption"
-	$(BIN)/raftspec simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -workers 2 -sometimes MemberTruncated,TruncatedVoterAsked,FenceReleased,LeaderAfterCorruption
+	$(BIN)/raftspec simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -workers 2 -sometimes $(RUN_WALK_REACHED)
+
+RUN_RAFT_BOUNDS    := -profile raft -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2
+RUN_DURABLE_BOUNDS := -profile durable -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1
+RUN_WALK_REACHED   := MemberTruncated,TruncatedVoterAsked,FenceReleased,LeaderAfterCorruption
 
 ## explore: the durable profile with every fix on, exhaustively at the bounds
 ## docs/explorer.md documents, then 10^4 seeded walks at the full bounds.
@@ -64,6 +68,40 @@ bugs:
 ## tlc: every TLC model check and trace validation (needs Java + tla2tools.jar).
 tlc:
 	@./tla/tlc.sh all
+
+## mutate-spec, mutate-raft, mutate-wal: mutation testing (docs/mutation.md).
+## Not part of make test: each judges every mutant of its package (hundreds,
+## 3-10 s each). MUTATE_FLAGS adds flags, e.g. MUTATE_FLAGS='-sample 40 -seed 1'
+## for a sample, '-only @ids.txt' to rerun chosen mutants, '-workers 2'.
+## Reports go to $(MUTATE_OUT)/.
+MUTATE       = $(GO) run ./cmd/raftmutate -equivalents docs/mutation-equivalents.txt
+MUTATE_FLAGS ?=
+MUTATE_OUT   ?= $(BIN)/mutation
+# spec/ is judged by the explorer at make run's bounds (both profiles, and
+# the production actions), every reachability property those exhaustive
+# runs reach, and make run's walks; the actions and what Next and Quorum
+# build them from are mutated, not the explorer's machinery.
+MUTATE_SPEC_FILES  := actions_*.go,production.go,next.go,state.go
+RUN_DURABLE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
+MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && r="$$RAFTMUTATE_DIR/raftspec" && \
+	$$r explore $(RUN_RAFT_BOUNDS) -sometimes LeaderElected,EntryCommitted,FollowerLearnsCommit,RestartAfterCommit && \
+	$$r explore $(RUN_DURABLE_BOUNDS) -sometimes $(RUN_DURABLE_REACHED) && \
+	$$r explore $(RUN_DURABLE_BOUNDS) -production -sometimes $(RUN_DURABLE_REACHED) && \
+	$$r simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -sometimes $(RUN_WALK_REACHED) && \
+	$$r simulate $(FULL_BOUNDS) -production -walks 2000 -depth 100
+mutate-spec:
+	@mkdir -p $(MUTATE_OUT)
+	$(MUTATE) -ops spec -files '$(MUTATE_SPEC_FILES)' -judge '$(MUTATE_SPEC_JUDGE)' \
+	  -report $(MUTATE_OUT)/spec.md -json $(MUTATE_OUT)/spec.json $(MUTATE_FLAGS) ./spec
+# impl/ packages are judged by their own tests and the conformance tests.
+mutate-raft:
+	@mkdir -p $(MUTATE_OUT)
+	$(MUTATE) -judge 'go test -count=1 ./impl/raft/... ./conformance/...' \
+	  -report $(MUTATE_OUT)/raft.md -json $(MUTATE_OUT)/raft.json $(MUTATE_FLAGS) ./impl/raft
+mutate-wal:
+	@mkdir -p $(MUTATE_OUT)
+	$(MUTATE) -judge 'go test -count=1 ./impl/wal/... ./conformance/...' \
+	  -report $(MUTATE_OUT)/wal.md -json $(MUTATE_OUT)/wal.json $(MUTATE_FLAGS) ./impl/wal
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

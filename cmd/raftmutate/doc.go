@@ -12,8 +12,9 @@
 //
 // Each mutant is one change inside a function body of a non-test file:
 //
-//	and-drop     remove one conjunct of a && chain in an if, return or case condition
-//	or-drop      remove one disjunct of a || chain there
+//	and-drop     remove one conjunct of a && chain (a condition, a guard assigned
+//	             to a variable, a returned predicate)
+//	or-drop      remove one disjunct of a || chain, likewise
 //	cmp-flip     < <-> <=, > <-> >=
 //	eq-flip      == <-> !=
 //	minmax-drop  replace min(a, b) (builtin, or a Min/Max helper) by one argument

@@ -106,7 +106,7 @@ func generateFile(src []byte, relPath string, cfg *genConfig) ([]Mutant, error) 
 		return nil, err
 	}
 	g := &generator{cfg: cfg, fset: fset, tf: fset.File(f.Pos()), src: src, rel: relPath,
-		imports: importNames(f)}
+		imports: importNames(f), inChain: map[*ast.BinaryExpr]bool{}}
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Body == nil {

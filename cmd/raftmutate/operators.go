@@ -12,14 +12,14 @@ type Operator string
 // issue's operators for spec/ (guards, comparisons, clamps); the last four
 // are added for impl/ code.
 const (
-	OpAndDrop    Operator = "and-drop"    // remove one conjunct of a && chain in a condition
-	OpOrDrop     Operator = "or-drop"     // remove one disjunct of a || chain in a condition
+	OpAndDrop    Operator = "and-drop"    // remove one conjunct of a && chain (condition, guard, predicate)
+	OpOrDrop     Operator = "or-drop"     // remove one disjunct of a || chain
 	OpCmpFlip    Operator = "cmp-flip"    // < <-> <=, > <-> >=
 	OpEqFlip     Operator = "eq-flip"     // == <-> !=
 	OpMinMaxDrop Operator = "minmax-drop" // min(a, b) -> a, -> b (builtin or a Min/Max helper)
 	OpIfNegate   Operator = "if-negate"   // if c -> if !(c)
 	OpAssignDrop Operator = "assign-drop" // remove x.f = ... (or x.f op= ..., x.f++)
-	OpReturnDrop Operator = "return-drop" // remove a return that is not a function's last statement
+	OpReturnDrop Operator = "return-drop" // remove a return that is not in tail position
 	OpOffByOne   Operator = "off-by-one"  // x + 1 -> x, -> x + 2 (and the same for - 1)
 )
 

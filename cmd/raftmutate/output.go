@@ -124,6 +124,8 @@ func (o *judgeOutput) killedBy(exit int) string {
 		return "invariant " + o.invariant
 	case o.unreachable:
 		return "unreachable: " + strings.TrimPrefix(o.errorLine, "Error: ")
+	case len(o.failed) > 0 && o.panicMsg != "":
+		return "tests " + summarizeTests(o.failed) + "; " + oneLine(o.panicMsg)
 	case len(o.failed) > 0:
 		return "tests " + summarizeTests(o.failed)
 	case o.panicMsg != "":

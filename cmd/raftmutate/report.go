@@ -158,7 +158,9 @@ func writePackage(w io.Writer, p *PackageResult) {
 		},
 		"| id | change | argument |\n|---|---|---|")
 	section("Timed out", func(o *Outcome) bool { return o.Status == TimedOut },
-		func(o *Outcome) string { return fmt.Sprintf("| `%s` | `%s` | %.1fs |", o.ID, cell(o.Diff()), o.Seconds) },
+		func(o *Outcome) string {
+			return fmt.Sprintf("| `%s` | `%s` | %.1fs |", o.ID, cell(o.Diff()), o.Seconds)
+		},
 		"| id | change | time |\n|---|---|---|")
 	section("Build errors (not counted)", func(o *Outcome) bool { return o.Status == BuildError },
 		func(o *Outcome) string {

@@ -20,6 +20,8 @@ type generator struct {
 	fnType *ast.FuncType  // innermost enclosing function (declared or literal)
 	fnBody *ast.BlockStmt // its body
 	tail   map[ast.Stmt]bool
+
+	inChain map[*ast.BinaryExpr]bool // inner nodes of a chain already generated
 }
 
 // funcBody walks the body of a declared function or a function literal.
@@ -50,19 +52,6 @@ func (g *generator) walk(root ast.Node) {
 				return false
 			}
 			g.ifNegate(n)
-			g.condition(n.Cond)
-		case *ast.ReturnStmt:
-			for _, r := range n.Results {
-				g.condition(r)
-			}
-		case *ast.SwitchStmt:
-			if n.Tag == nil {
-				for _, c := range n.Body.List {
-					for _, e := range c.(*ast.CaseClause).List {
-						g.condition(e)
-					}
-				}
-			}
 		case *ast.BlockStmt:
 			g.stmtList(n.List)
 		case *ast.CaseClause:
@@ -120,46 +109,36 @@ func (g *generator) isAssertIf(s *ast.IfStmt) bool {
 	return ok && g.isAssertCall(c)
 }
 
-// condition generates the and-drop and or-drop mutants of a condition: for
-// every && or || chain in its boolean structure (through parentheses and
-// negation), one mutant per operand, that operand removed.
-func (g *generator) condition(e ast.Expr) {
-	switch e := e.(type) {
-	case *ast.ParenExpr:
-		g.condition(e.X)
-	case *ast.UnaryExpr:
-		if e.Op == token.NOT {
-			g.condition(e.X)
-		}
-	case *ast.BinaryExpr:
-		if e.Op != token.LAND && e.Op != token.LOR {
-			return
-		}
-		op := OpAndDrop
-		if e.Op == token.LOR {
-			op = OpOrDrop
-		}
-		operands, first := flatten(e, e.Op)
-		for k, x := range operands {
-			if k == 0 {
-				g.add(op, k, first, x.Pos(), operands[1].Pos(), "")
-			} else {
-				g.add(op, k, first, operands[k-1].End(), x.End(), "")
-			}
-		}
-		for _, x := range operands {
-			g.condition(x)
+// chain generates the and-drop and or-drop mutants of a && or || chain
+// (a condition, a guard assigned to a variable, a returned predicate): one
+// mutant per operand, that operand removed. a && b && c is one chain of
+// three; the chains inside parentheses are chains of their own.
+func (g *generator) chain(e *ast.BinaryExpr) {
+	if g.inChain[e] {
+		return
+	}
+	op := OpAndDrop
+	if e.Op == token.LOR {
+		op = OpOrDrop
+	}
+	operands, first := g.flatten(e, e.Op)
+	for k, x := range operands {
+		if k == 0 {
+			g.add(op, k, first, x.Pos(), operands[1].Pos(), "")
+		} else {
+			g.add(op, k, first, operands[k-1].End(), x.End(), "")
 		}
 	}
 }
 
-// flatten returns the operands of the chain of op rooted at e, and the
-// position of its first operator token.
-func flatten(e *ast.BinaryExpr, op token.Token) ([]ast.Expr, token.Pos) {
+// flatten returns the operands of the chain of op rooted at e and the
+// position of its first operator token, and marks the chain's inner nodes.
+func (g *generator) flatten(e *ast.BinaryExpr, op token.Token) ([]ast.Expr, token.Pos) {
 	var left []ast.Expr
 	first := e.OpPos
 	if x, ok := e.X.(*ast.BinaryExpr); ok && x.Op == op {
-		left, first = flatten(x, op)
+		g.inChain[x] = true
+		left, first = g.flatten(x, op)
 	} else {
 		left = []ast.Expr{e.X}
 	}
@@ -180,6 +159,8 @@ func (g *generator) binary(e *ast.BinaryExpr) {
 		g.add(OpCmpFlip, 0, e.OpPos, e.OpPos, opEnd, flips[e.Op].String())
 	case token.EQL, token.NEQ:
 		g.add(OpEqFlip, 0, e.OpPos, e.OpPos, opEnd, flips[e.Op].String())
+	case token.LAND, token.LOR:
+		g.chain(e)
 	case token.ADD, token.SUB:
 		if isOne(e.Y) {
 			g.add(OpOffByOne, 0, e.OpPos, e.X.End(), e.Y.End(), "")

@@ -63,6 +63,10 @@ func (n *node) step(i int) int {
 	if i > len(n.log)-1 {
 		return -1
 	}
+	inLog := i >= 0 && i < len(n.log) // a chain outside a condition
+	if !inLog {
+		return -2
+	}
 	switch {
 	case i == 0 && n.term > 0:
 		return 0
