@@ -183,7 +183,7 @@ func (r *runner) run(m *Mutant, w int) (Outcome, error) {
 	o.Seconds = time.Since(start).Seconds()
 	switch {
 	case res.timedOut:
-		o.Status, o.By = TimedOut, fmt.Sprintf("timeout after %v", r.timeout)
+		o.Status, o.By = TimedOut, fmt.Sprintf("timeout after %v", r.timeout.Round(time.Second))
 	case res.exit == 0:
 		o.Status = Survived
 	case res.out.buildFailed:

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
 	"sort"
@@ -107,12 +107,13 @@ func sample(ms []Mutant, n int, seed uint64) []Mutant {
 	}
 	ks := make([]keyed, len(ms))
 	for i := range ms {
-		h := fnv.New64a()
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], seed)
-		h.Write(b[:])
-		h.Write([]byte(ms[i].ID))
-		ks[i] = keyed{h.Sum64(), i}
+		// A cryptographic hash: ids differ in a character or two, and the
+		// sample must not favour neighbours (FNV did: it took all the
+		// alternatives of one node).
+		b := make([]byte, 8, 8+len(ms[i].ID))
+		binary.LittleEndian.PutUint64(b, seed)
+		sum := sha256.Sum256(append(b, ms[i].ID...))
+		ks[i] = keyed{binary.LittleEndian.Uint64(sum[:8]), i}
 	}
 	sort.Slice(ks, func(a, b int) bool { return ks[a].h < ks[b].h || ks[a].h == ks[b].h && ks[a].i < ks[b].i })
 	idx := make([]int, n)
