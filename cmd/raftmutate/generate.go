@@ -21,7 +21,8 @@ type genConfig struct {
 	files     []string        // base-name globs; empty = every file
 	funcs     *regexp.Regexp  // enclosing function must match (nil = any)
 	skipFuncs *regexp.Regexp  // enclosing function must not match (nil = none)
-	asserts   map[string]bool // calls that are assertions (not mutated)
+	asserts   map[string]bool // calls that are assertions: "name" or "pkg.name"
+	skipCalls map[string]bool // calls whose arguments are not mutated, likewise
 }
 
 // Package is one package directory's mutants.

@@ -17,7 +17,7 @@ func allOps(t *testing.T) *genConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &genConfig{ops: ops, asserts: map[string]bool{"assert": true}}
+	return &genConfig{ops: ops, asserts: map[string]bool{"assert": true}, skipCalls: nameSet(defaultSkipCalls)}
 }
 
 func listing(ms []Mutant) string {
@@ -102,7 +102,7 @@ func TestOperatorSelection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := generateFile(src, "ops/ops.go", &genConfig{ops: ops, asserts: map[string]bool{"assert": true}})
+		ms, err := generateFile(src, "ops/ops.go", &genConfig{ops: ops, asserts: map[string]bool{"assert": true}, skipCalls: nameSet(defaultSkipCalls)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,13 +35,14 @@ type exitError int
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 type options struct {
-	root, ops, files, funcs, skipFuncs, asserts string
-	judge, only, equivalents, report, jsonPath  string
-	timeout                                     time.Duration
-	workers, sampleN, tail                      int
-	seed                                        uint64
-	threshold                                   float64
-	list, noBaseline, buildCheck                bool
+	root, ops, files, funcs, skipFuncs         string
+	asserts, skipCalls                         string
+	judge, only, equivalents, report, jsonPath string
+	timeout                                    time.Duration
+	workers, sampleN, tail                     int
+	seed                                       uint64
+	threshold                                  float64
+	list, noBaseline, buildCheck               bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -50,7 +51,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.files, "files", "", "comma-separated base-name globs: mutate only these files of each package (default: all)")
 	fs.StringVar(&o.funcs, "funcs", "", "regexp: mutate only inside functions whose name (Name, or Type.Name for methods) matches")
 	fs.StringVar(&o.skipFuncs, "skip-funcs", "", "regexp: do not mutate inside functions whose name matches")
-	fs.StringVar(&o.asserts, "asserts", "assert,failf", "comma-separated assertion helpers: their arguments, and the condition of an if whose body only calls one, are not mutated")
+	fs.StringVar(&o.asserts, "asserts", "assert,failf", "comma-separated assertion helpers (name, or pkg.name): their arguments, and the condition of an if whose body only calls one, are not mutated")
+	fs.StringVar(&o.skipCalls, "skip-calls", defaultSkipCalls, "comma-separated functions (name, or pkg.name) whose arguments are not mutated: they only make text")
 	fs.StringVar(&o.judge, "judge", "go test -count=1 {pkg}", "shell command judging a mutant (exit 0 = survived); {pkg} is ./<package dir>; runs in the module root with GOFLAGS carrying the overlay")
 	fs.DurationVar(&o.timeout, "timeout", 0, "per-mutant timeout (0: 3 × the baseline run + 30s)")
 	fs.IntVar(&o.workers, "workers", 1, "mutants judged in parallel")
@@ -140,18 +142,13 @@ func (o *options) genConfig() (*genConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &genConfig{ops: ops, asserts: map[string]bool{}}
+	cfg := &genConfig{ops: ops, asserts: nameSet(o.asserts), skipCalls: nameSet(o.skipCalls)}
 	for _, g := range strings.Split(o.files, ",") {
 		if g = strings.TrimSpace(g); g != "" {
 			if _, err := filepath.Match(g, ""); err != nil {
 				return nil, fmt.Errorf("-files %q: %w", g, err)
 			}
 			cfg.files = append(cfg.files, g)
-		}
-	}
-	for _, a := range strings.Split(o.asserts, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			cfg.asserts[a] = true
 		}
 	}
 	if o.funcs != "" {
@@ -165,6 +162,21 @@ func (o *options) genConfig() (*genConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// defaultSkipCalls are the formatting functions: a mutant in their
+// arguments changes the wording of a message or an error, which no check of
+// the protocol can or should pin down.
+const defaultSkipCalls = "fmt.Errorf,fmt.Sprintf,fmt.Sprint,fmt.Sprintln,fmt.Fprintf,fmt.Fprint,fmt.Fprintln,fmt.Printf,fmt.Print,fmt.Println,errors.New"
+
+func nameSet(list string) map[string]bool {
+	set := map[string]bool{}
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			set[a] = true
+		}
+	}
+	return set
 }
 
 // selectMutants applies -only or -sample to each package.

@@ -40,7 +40,7 @@ func (g *generator) walk(root ast.Node) {
 			g.funcBody(n.Type, n.Body)
 			return false
 		case *ast.CallExpr:
-			if g.isAssertCall(n) {
+			if g.isAssertCall(n) || callIn(n, g.cfg.skipCalls) {
 				return false
 			}
 			g.minMax(n)
@@ -85,11 +85,20 @@ func (g *generator) text(n ast.Node) string {
 // isAssertCall says whether c calls one of the configured assertion
 // helpers; its arguments are not mutated.
 func (g *generator) isAssertCall(c *ast.CallExpr) bool {
+	return callIn(c, g.cfg.asserts)
+}
+
+// callIn says whether c calls a function of set: "name" matches a call of
+// name or of x.name, "pkg.name" only a call of pkg.name.
+func callIn(c *ast.CallExpr, set map[string]bool) bool {
 	switch f := c.Fun.(type) {
 	case *ast.Ident:
-		return g.cfg.asserts[f.Name]
+		return set[f.Name]
 	case *ast.SelectorExpr:
-		return g.cfg.asserts[f.Sel.Name]
+		if x, ok := f.X.(*ast.Ident); ok && set[x.Name+"."+f.Sel.Name] {
+			return true
+		}
+		return set[f.Sel.Name]
 	}
 	return false
 }

@@ -29,6 +29,9 @@ func (n *node) guard(t uint64, ok bool) error {
 		return errStale
 	}
 	n.term = t
+	if t == 0 {
+		return fmt.Errorf("term %d, want at least %d", t, t+1) // text: not mutated
+	}
 	return nil
 }
 
