@@ -117,7 +117,7 @@ func generateFile(src []byte, relPath string, cfg *genConfig) ([]Mutant, error) 
 		if (cfg.funcs != nil && !cfg.funcs.MatchString(name)) || (cfg.skipFuncs != nil && cfg.skipFuncs.MatchString(name)) {
 			continue
 		}
-		g.fn = name
+		g.fn, g.uses = name, countUses(fd.Body)
 		g.funcBody(fd.Type, fd.Body)
 	}
 	// Keep only mutants whose result parses (a safeguard: the edits are

@@ -60,13 +60,13 @@ func TestStrongFixtureScoresOne(t *testing.T) {
 	tmp := t.TempDir()
 	js, report := filepath.Join(tmp, "out.json"), filepath.Join(tmp, "report.md")
 	stdout, stderr, code := runTool(t, "-C", "testdata/strong", "-json", js, "-report", report, ".")
-	want := "mutants=15 killed=14 timeout=0 survived=0 builderror=1 equivalent=0 score=1.00 result=ok"
+	want := "mutants=19 killed=18 timeout=0 survived=0 builderror=1 equivalent=0 score=1.00 result=ok"
 	if code != 0 || lastLine(stdout) != want {
 		t.Fatalf("exit %d, last line %q, want %q\nstderr:\n%s", code, lastLine(stdout), want, stderr)
 	}
 	outs := readOutcomes(t, js)
-	if o := outs["strong.go:28:2:assign-drop:0"]; o.Status != BuildError {
-		t.Errorf("c.last = old removed: %s, want build-error (old unused)", o.Status)
+	if o := outs["strong.go:33:8:minmax-drop:1"]; o.Status != BuildError || len(o.Tail) == 0 {
+		t.Errorf("max(x, 1) -> 1: %+v, want build-error (lo becomes an int) with the compiler's lines", o)
 	}
 	if o := outs["strong.go:14:7:cmp-flip:0"]; o.Status != Killed || o.By != "tests TestCounter" || len(o.Tail) == 0 {
 		t.Errorf("d < 0 flipped: %+v, want killed by TestCounter with the last lines", o)
@@ -75,7 +75,7 @@ func TestStrongFixtureScoresOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| . | 15 | 15 | 14 | 0 | 0 | 1 | 0 | 1.00 |", "### Killed (14)", "### Build errors (not counted) (1)", want} {
+	for _, s := range []string{"| . | 19 | 19 | 18 | 0 | 0 | 1 | 0 | 1.00 |", "### Killed (18)", "### Build errors (not counted) (1)", want} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report lacks %q:\n%s", s, md)
 		}
@@ -123,7 +123,7 @@ func TestBaselineMustPass(t *testing.T) {
 func TestListOnlySample(t *testing.T) {
 	stdout, _, code := runTool(t, "-C", "testdata/strong", "-list", ".")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if code != 0 || len(lines) != 15 || !strings.HasPrefix(lines[0], "strong.go:6:9:minmax-drop:0\t") {
+	if code != 0 || len(lines) != 19 || !strings.HasPrefix(lines[0], "strong.go:6:9:minmax-drop:0\t") {
 		t.Fatalf("exit %d, list:\n%s", code, stdout)
 	}
 	stdout, _, _ = runTool(t, "-C", "testdata/strong", "-list", "-only", "strong.go:22:43:off-by-one:1,strong.go:6:9:minmax-drop:0", ".")

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"regexp"
+	"strings"
 )
 
 // generator walks one file's function bodies and collects mutants.
@@ -22,6 +23,7 @@ type generator struct {
 	tail   map[ast.Stmt]bool
 
 	inChain map[*ast.BinaryExpr]bool // inner nodes of a chain already generated
+	uses    *uses                    // of the declared function being walked
 }
 
 // funcBody walks the body of a declared function or a function literal.
@@ -131,10 +133,19 @@ func (g *generator) chain(e *ast.BinaryExpr) {
 		op = OpOrDrop
 	}
 	operands, first := g.flatten(e, e.Op)
+	neutral := " || true)" // x && y && z without y is x && (y || true) && z
+	if e.Op == token.LOR {
+		neutral = " && false)"
+	}
 	for k, x := range operands {
-		if k == 0 {
+		switch {
+		case g.uses.lastUse(x):
+			// Removing x would leave a local unused: keep it evaluated,
+			// its value ignored.
+			g.add(op, k, first, x.Pos(), x.End(), "("+g.text(x)+neutral)
+		case k == 0:
 			g.add(op, k, first, x.Pos(), operands[1].Pos(), "")
-		} else {
+		default:
 			g.add(op, k, first, operands[k-1].End(), x.End(), "")
 		}
 	}
@@ -252,14 +263,8 @@ func (g *generator) stmtList(list []ast.Stmt) {
 	for _, s := range list {
 		switch s := s.(type) {
 		case *ast.AssignStmt:
-			if s.Tok == token.DEFINE {
-				continue
-			}
-			for _, l := range s.Lhs {
-				if g.isFieldTarget(l) {
-					g.add(OpAssignDrop, 0, s.Pos(), s.Pos(), s.End(), "")
-					break
-				}
+			if s.Tok != token.DEFINE {
+				g.assignDrop(s)
 			}
 		case *ast.IncDecStmt:
 			if g.isFieldTarget(s.X) {
@@ -275,6 +280,55 @@ func (g *generator) stmtList(list []ast.Stmt) {
 			g.add(OpReturnDrop, 0, s.Pos(), s.Pos(), s.End(), "")
 		}
 	}
+}
+
+// assignDrop removes the field writes of an assignment: x.f = v becomes
+// _ = v, so v is still computed (its calls happen, its variables are
+// used) but not stored; a, x.f = f() becomes a, _ = f(). An assignment of
+// constants only is removed outright.
+func (g *generator) assignDrop(s *ast.AssignStmt) {
+	var lhs []string
+	fields := 0
+	for _, l := range s.Lhs {
+		if g.isFieldTarget(l) {
+			lhs = append(lhs, "_")
+			fields++
+		} else {
+			lhs = append(lhs, g.text(l))
+		}
+	}
+	if fields == 0 {
+		return
+	}
+	if fields == len(s.Lhs) && allConstant(s.Rhs) {
+		g.add(OpAssignDrop, 0, s.Pos(), s.Pos(), s.End(), "")
+		return
+	}
+	rhs := make([]string, len(s.Rhs))
+	for i, r := range s.Rhs {
+		rhs[i] = g.text(r)
+	}
+	if s.Tok != token.ASSIGN { // x.f += d: only the field is written
+		lhs = []string{"_"}
+	}
+	g.add(OpAssignDrop, 0, s.Pos(), s.Pos(), s.End(), strings.Join(lhs, ", ")+" = "+strings.Join(rhs, ", "))
+}
+
+// allConstant says whether every expression is a literal, nil, true or
+// false: nothing to evaluate, and "_ = nil" would not compile.
+func allConstant(es []ast.Expr) bool {
+	for _, e := range es {
+		switch e := e.(type) {
+		case *ast.BasicLit:
+		case *ast.Ident:
+			if e.Name != "nil" && e.Name != "true" && e.Name != "false" {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // isFieldTarget says whether an assignment's left-hand side writes a field

@@ -54,7 +54,9 @@ func maxU64(a, b uint64) uint64 {
 // package variables; return-drop of early returns only.
 func (n *node) step(i int) int {
 	local := 0
-	n.commit = uint64(i)
+	var old uint64
+	old, n.commit = n.commit, uint64(i)
+	local += int(old)
 	n.log[i] += 2
 	n.votes[i] = true
 	n.term++
@@ -111,4 +113,11 @@ func literal() func(int) bool {
 		}
 		return false
 	}
+}
+
+// vote: a chain operand holding a local's only use is kept evaluated, its
+// value ignored; a parameter may go unused.
+func (n *node) vote(t uint64, logOk bool) bool {
+	fresh := t >= n.term
+	return fresh && logOk
 }

@@ -27,3 +27,15 @@ func (c *Counter) Reset() {
 	c.n = 0
 	c.last = old
 }
+
+// Floor counts the terms of ts at or above x, and at least 1.
+func Floor(x uint64, ts []uint64) int {
+	lo := max(x, 1)
+	n := 0
+	for _, t := range ts {
+		if t >= lo {
+			n++
+		}
+	}
+	return n
+}

@@ -25,3 +25,9 @@ func TestCounter(t *testing.T) {
 		t.Fatalf("after Reset: n=%d last=%d, want 0 and 101", c.n, c.last)
 	}
 }
+
+func TestFloor(t *testing.T) {
+	if got := Floor(0, []uint64{0, 1, 2}); got != 2 {
+		t.Fatalf("Floor(0, [0 1 2]) = %d, want 2", got)
+	}
+}
