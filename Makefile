@@ -79,8 +79,10 @@ MUTATE_FLAGS ?=
 MUTATE_OUT   ?= $(BIN)/mutation
 # spec/ is judged by the explorer at make run's bounds (both profiles, and
 # the production actions), every reachability property those exhaustive
-# runs reach, and make run's walks; the actions and what Next and Quorum
-# build them from are mutated, not the explorer's machinery.
+# runs reach, make run's walks, and check-trace of 600 walks and of the
+# stored counterexamples (which exercises Step, the label replay); the
+# actions and what Next and Quorum build them from are mutated, not the
+# explorer's machinery.
 MUTATE_SPEC_FILES  := actions_*.go,production.go,next.go,state.go
 RUN_DURABLE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
 MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && r="$$RAFTMUTATE_DIR/raftspec" && \
@@ -88,7 +90,13 @@ MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && 
 	$$r explore $(RUN_DURABLE_BOUNDS) -sometimes $(RUN_DURABLE_REACHED) && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -production -sometimes $(RUN_DURABLE_REACHED) && \
 	$$r simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -sometimes $(RUN_WALK_REACHED) && \
-	$$r simulate $(FULL_BOUNDS) -production -walks 2000 -depth 100
+	$$r simulate $(FULL_BOUNDS) -production -walks 2000 -depth 100 && \
+	d="$$RAFTMUTATE_DIR" && mkdir -p "$$d/raft" "$$d/durable" "$$d/production" && \
+	$$r simulate $(TRACE_RAFT_BOUNDS) -walks 200 -depth 100 -trace-dir "$$d/raft" && \
+	$$r simulate $(FULL_BOUNDS) -walks 200 -depth 100 -trace-dir "$$d/durable" && \
+	$$r simulate $(FULL_BOUNDS) -production -walks 200 -depth 100 -trace-dir "$$d/production" && \
+	$$r check-trace "$$d"/raft/*.ndjson "$$d"/durable/*.ndjson "$$d"/production/*.ndjson spec/testdata/counterexamples/*.ndjson
+TRACE_RAFT_BOUNDS  := -profile raft -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2
 mutate-spec:
 	@mkdir -p $(MUTATE_OUT)
 	$(MUTATE) -ops spec -files '$(MUTATE_SPEC_FILES)' -judge '$(MUTATE_SPEC_JUDGE)' \

@@ -19,9 +19,12 @@
 //	eq-flip      == <-> !=
 //	minmax-drop  replace min(a, b) (builtin, or a Min/Max helper) by one argument
 //	if-negate    if c -> if !(c)
-//	assign-drop  remove a statement that assigns to a field (x.f = ..., x.f[i] op= ..., x.f++)
+//	assign-drop  drop a field write: x.f = v -> _ = v (x.f++ and constant writes removed)
 //	return-drop  remove a return that is not in tail position
 //	off-by-one   x + 1 -> x and -> x + 2; x - 1 -> x and -> x - 2
+//
+// An operand whose removal would leave a local variable unused is kept
+// evaluated instead: a && b && c without b is a && (b || true) && c.
 //
 // The group spec is the first five (the operators for spec/);
 // impl and all are all nine. Calls of the -asserts helpers are not mutated,

@@ -18,7 +18,7 @@ const (
 	OpEqFlip     Operator = "eq-flip"     // == <-> !=
 	OpMinMaxDrop Operator = "minmax-drop" // min(a, b) -> a, -> b (builtin or a Min/Max helper)
 	OpIfNegate   Operator = "if-negate"   // if c -> if !(c)
-	OpAssignDrop Operator = "assign-drop" // remove x.f = ... (or x.f op= ..., x.f++)
+	OpAssignDrop Operator = "assign-drop" // x.f = v -> _ = v (x.f op= v, x.f++ likewise)
 	OpReturnDrop Operator = "return-drop" // remove a return that is not in tail position
 	OpOffByOne   Operator = "off-by-one"  // x + 1 -> x, -> x + 2 (and the same for - 1)
 )

@@ -20,6 +20,7 @@ type judgeOutput struct {
 	panicMsg    string   // the first "panic: " line
 	invariant   string   // raftspec: result=violation invariant=NAME
 	unreachable bool     // raftspec: result=unreachable
+	rejected    string   // raftspec check-trace: the first "PATH: REJECTED: why" line
 	errorLine   string   // the first "Error: " line (raftspec explains its verdict there)
 	buildFailed bool     // go test: [build failed] / [setup failed]; go build/run: compile errors
 	sawPkgLine  bool     // a "# pkg" line, which precedes compile errors
@@ -88,6 +89,9 @@ func (o *judgeOutput) line(l string) {
 	if m := invariantRE.FindStringSubmatch(l); m != nil {
 		o.invariant = m[1]
 	}
+	if o.rejected == "" && strings.Contains(l, ": REJECTED: ") {
+		o.rejected = l
+	}
 	if strings.Contains(l, "result=unreachable") {
 		o.unreachable = true
 	}
@@ -124,6 +128,8 @@ func (o *judgeOutput) killedBy(exit int) string {
 		return "invariant " + o.invariant
 	case o.unreachable:
 		return "unreachable: " + strings.TrimPrefix(o.errorLine, "Error: ")
+	case o.rejected != "":
+		return "trace rejected: " + oneLine(o.rejected)
 	case len(o.failed) > 0 && o.panicMsg != "":
 		return "tests " + summarizeTests(o.failed) + "; " + oneLine(o.panicMsg)
 	case len(o.failed) > 0:

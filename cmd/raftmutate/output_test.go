@@ -25,6 +25,8 @@ func TestJudgeOutput(t *testing.T) {
 			1, "invariant ElectionSafety", false},
 		{"unreachable", "Error: sometimes ConflictTruncates: unreachable within the bounds\nwalks=2000 steps=1 generated=2 result=unreachable\n",
 			1, "unreachable: sometimes ConflictTruncates: unreachable within the bounds", false},
+		{"check-trace", "/tmp/w/walk-000001.ndjson: ok (40 events)\n/tmp/w/walk-000002.ndjson: REJECTED: event 3: no such step\n/tmp/w/walk-000003.ndjson: REJECTED: event 1: x\n",
+			1, "trace rejected: /tmp/w/walk-000002.ndjson: REJECTED: event 3: no such step", false},
 		{"plain failure", "something went wrong\n\n", 3, "exit status 3: something went wrong", false},
 		{"no output", "", 4, "exit status 4", false},
 		{"go test build failed", "# pkg\n./a.go:3:2: declared and not used: x\nFAIL\tpkg [build failed]\n", 1, "", true},
