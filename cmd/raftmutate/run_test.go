@@ -59,7 +59,7 @@ func TestStrongFixtureScoresOne(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	js, report := filepath.Join(tmp, "out.json"), filepath.Join(tmp, "report.md")
-	stdout, stderr, code := runTool(t, "-C", "testdata/strong", "-json", js, "-report", report, ".")
+	stdout, stderr, code := runTool(t, "-C", "testdata/strong", "-workers", "2", "-json", js, "-report", report, ".")
 	want := "mutants=19 killed=18 timeout=0 survived=0 builderror=1 equivalent=0 score=1.00 result=ok"
 	if code != 0 || lastLine(stdout) != want {
 		t.Fatalf("exit %d, last line %q, want %q\nstderr:\n%s", code, lastLine(stdout), want, stderr)
