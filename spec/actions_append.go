@@ -66,21 +66,21 @@ package spec
 //     m.mleaderCommit), and releases the fence of a TRUNCATED member when
 //     FenceReleases holds.
 //   - conflict clamps durableLen[i] to the shortened log.
-func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm > s.CurrentTerm[i] {
 		return
 	}
 	log := s.Log[i]
 	prev := int(msg.MprevLogIndex)
 	logOk := prev == 0 || (prev <= log.Len() && msg.MprevLogTerm == log.Term(prev))
-	label := Label{Action: ActHandleAppendEntriesRequest, I: i, J: j, Msg: msg}
+	label := LabelOf[T, L]{Action: ActHandleAppendEntriesRequest, I: i, J: j, Msg: msg}
 	if !m.rejectOrReturnToFollower(s, i, j, msg, logOk, label, emit) {
 		return
 	}
 	index := prev + 1
 	entries := msg.Mentries
 	switch {
-	case entries == "" || (log.Len() >= index && log.Term(index) == entries.Term(1)):
+	case entries.Len() == 0 || (log.Len() >= index && log.Term(index) == entries.Term(1)):
 		// already done with request
 		matchIndex := prev + entries.Len()
 		if m.durable() && !m.Has(BugFollowerAcksAppended) && int(s.DurableLen[i]) < matchIndex {
@@ -95,11 +95,11 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 				n.TruncatedAtTerm[i] = 0
 			}
 		}
-		n.Reply(Message{
+		n.Reply(MessageOf[T, L]{
 			Mtype:       AppendEntriesResponse,
 			Mterm:       s.CurrentTerm[i],
 			Msuccess:    true,
-			MmatchIndex: uint8(matchIndex),
+			MmatchIndex: T(matchIndex),
 			Msource:     i,
 			Mdest:       j,
 		}, msg)
@@ -110,7 +110,7 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 		n := *s
 		n.Log[i] = log.Prefix(log.Len() - 1)
 		if m.durable() {
-			n.DurableLen[i] = min(s.DurableLen[i], uint8(n.Log[i].Len()))
+			n.DurableLen[i] = min(s.DurableLen[i], T(n.Log[i].Len()))
 			m.keepStaleLog(s, &n, i)
 		}
 		label.Branch = BranchConflict
@@ -136,10 +136,10 @@ func (m *Model) HandleAppendEntriesRequest(s *State, i, j ServerID, msg Message,
 //	\/ \* return to follower state
 //	   /\ m.mterm = currentTerm[i] /\ state[i] = Candidate
 //	   /\ state' = [state EXCEPT ![i] = Follower]
-func (m *Model) rejectOrReturnToFollower(s *State, i, j ServerID, msg Message, logOk bool, label Label, emit Emit) bool {
+func (m *Machine[T, L, V]) rejectOrReturnToFollower(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], logOk bool, label LabelOf[T, L], emit EmitOf[T, L, V]) bool {
 	if msg.Mterm < s.CurrentTerm[i] || (msg.Mterm == s.CurrentTerm[i] && s.State[i] == Follower && !logOk) {
 		n := *s
-		n.Reply(Message{
+		n.Reply(MessageOf[T, L]{
 			Mtype:       AppendEntriesResponse,
 			Mterm:       s.CurrentTerm[i],
 			Msuccess:    false,
@@ -177,7 +177,7 @@ func (m *Model) rejectOrReturnToFollower(s *State, i, j ServerID, msg Message, l
 // its own-term entries, hence below c, hence durable on i again.
 // docs/durable-raft.md gives the argument and the counterexample to the
 // weaker rule kept as BugReleaseAtLeaderCommit.
-func (m *Model) FenceReleases(s *State, i ServerID, msg Message) bool {
+func (m *Machine[T, L, V]) FenceReleases(s *StateOf[T, L, V], i ServerID, msg MessageOf[T, L]) bool {
 	c := int(msg.MleaderCommit)
 	matched := int(msg.MprevLogIndex) + msg.Mentries.Len()
 	if m.Has(BugReleaseAtLeaderCommit) {

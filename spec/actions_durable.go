@@ -12,22 +12,22 @@ package spec
 //
 // staleLog is non-empty only with -bug truncation-not-synced: a pending
 // truncation is something to sync even when nothing was appended after it.
-func (m *Model) Flush(s *State, i ServerID, emit Emit) {
-	if int(s.DurableLen[i]) >= s.Log[i].Len() && s.StaleLog[i] == "" {
+func (m *Machine[T, L, V]) Flush(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
+	if int(s.DurableLen[i]) >= s.Log[i].Len() && s.StaleLog[i].Len() == 0 {
 		return
 	}
 	n := *s
-	n.DurableLen[i] = uint8(s.Log[i].Len())
-	n.StaleLog[i] = ""
-	emit(n, Label{Action: ActFlush, I: i})
+	n.DurableLen[i] = T(s.Log[i].Len())
+	n.StaleLog[i] = *new(L)
+	emit(n, LabelOf[T, L]{Action: ActFlush, I: i})
 }
 
 // keepStaleLog records, with -bug truncation-not-synced, what a suffix
 // truncation from s to n leaves on disk until the next flush: the durable log
 // before the first such truncation since the last flush (a later one changes
 // nothing on disk). A truncation of unsynced entries only leaves nothing.
-func (m *Model) keepStaleLog(s, n *State, i ServerID) {
-	if m.Has(BugTruncationNotSynced) && s.StaleLog[i] == "" && n.DurableLen[i] < s.DurableLen[i] {
+func (m *Machine[T, L, V]) keepStaleLog(s, n *StateOf[T, L, V], i ServerID) {
+	if m.Has(BugTruncationNotSynced) && s.StaleLog[i].Len() == 0 && n.DurableLen[i] < s.DurableLen[i] {
 		n.StaleLog[i] = s.Log[i].Prefix(int(s.DurableLen[i]))
 	}
 }
@@ -50,26 +50,26 @@ func (m *Model) keepStaleLog(s, n *State, i ServerID) {
 // also chooses learnedCommit' \in 0..learnedCommit[i]. With -bug
 // truncation-not-synced, a pending truncation may also be lost: the log
 // comes back as staleLog[i], all of it durable.
-func (m *Model) Crash(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) Crash(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.CrashesLeft == 0 {
 		return
 	}
-	crash := func(l Log, k int) {
+	crash := func(l L, k int) {
 		for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
 			n := *s
 			m.resetVolatile(&n, i)
 			n.Log[i] = l.Prefix(k)
-			n.DurableLen[i] = uint8(k)
-			n.StaleLog[i] = ""
+			n.DurableLen[i] = T(k)
+			n.StaleLog[i] = *new(L)
 			n.LearnedCommit[i] = learned
 			n.CrashesLeft = s.CrashesLeft - 1
-			emit(n, Label{Action: ActCrash, I: i, Cut: uint8(k)})
+			emit(n, LabelOf[T, L]{Action: ActCrash, I: i, Cut: T(k)})
 		}
 	}
 	for k := int(s.DurableLen[i]); k <= s.Log[i].Len(); k++ {
 		crash(s.Log[i], k)
 	}
-	if stale := s.StaleLog[i]; stale != "" {
+	if stale := s.StaleLog[i]; stale.Len() > 0 {
 		crash(stale, stale.Len())
 	}
 }
@@ -94,7 +94,7 @@ func (m *Model) Crash(s *State, i ServerID, emit Emit) {
 //
 // With -bug volatile-learned-commit, as in Crash, learnedCommit' \in
 // 0..learnedCommit[i].
-func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) Corrupt(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.CorruptionsLeft == 0 || s.DurableLen[i] == 0 {
 		return
 	}
@@ -112,13 +112,13 @@ func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
 			n := *s
 			m.resetVolatile(&n, i)
 			n.Log[i] = s.Log[i].Prefix(k)
-			n.DurableLen[i] = uint8(k)
+			n.DurableLen[i] = T(k)
 			n.LearnedCommit[i] = learned
-			n.StaleLog[i] = ""
+			n.StaleLog[i] = *new(L)
 			n.Verdict[i] = Truncated
 			n.TruncatedAtTerm[i] = s.CurrentTerm[i]
 			n.CorruptionsLeft = s.CorruptionsLeft - 1
-			emit(n, Label{Action: ActCorrupt, I: i, Cut: uint8(k)})
+			emit(n, LabelOf[T, L]{Action: ActCorrupt, I: i, Cut: T(k)})
 		}
 	}
 }
@@ -126,7 +126,7 @@ func (m *Model) Corrupt(s *State, i ServerID, emit Emit) {
 // learnedCommitMin is the lowest learnedCommit[i] a restart (Crash or
 // Corrupt) may bring back: all of it, since it is durable hard state; with
 // -bug volatile-learned-commit, any lower value down to 0.
-func (m *Model) learnedCommitMin(s *State, i ServerID) uint8 {
+func (m *Machine[T, L, V]) learnedCommitMin(s *StateOf[T, L, V], i ServerID) T {
 	if m.Has(BugVolatileLearnedCommit) {
 		return 0
 	}

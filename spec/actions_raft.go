@@ -17,11 +17,11 @@ import "fmt"
 //	/\ nextIndex'      = [nextIndex EXCEPT ![i] = [j \in Server |-> 1]]
 //	/\ matchIndex'     = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
 //	/\ commitIndex'    = [commitIndex EXCEPT ![i] = 0]
-func (m *Model) resetVolatile(n *State, i ServerID) {
+func (m *Machine[T, L, V]) resetVolatile(n *StateOf[T, L, V], i ServerID) {
 	n.State[i] = Follower
 	n.VotesResponded[i] = 0
 	n.VotesGranted[i] = 0
-	n.VoterLog[i] = ""
+	n.VoterLog[i] = *new(V)
 	for _, j := range m.servers {
 		n.NextIndex[i][j] = 1
 		n.MatchIndex[i][j] = 0
@@ -37,10 +37,10 @@ func (m *Model) resetVolatile(n *State, i ServerID) {
 //
 // Profile durable replaces it with Crash, which can also lose the unsynced
 // suffix of the log.
-func (m *Model) Restart(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) Restart(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	n := *s
 	m.resetVolatile(&n, i)
-	emit(n, Label{Action: ActRestart, I: i})
+	emit(n, LabelOf[T, L]{Action: ActRestart, I: i})
 }
 
 // Timeout is raft.tla's Timeout(i): server i times out and starts a new
@@ -54,7 +54,7 @@ func (m *Model) Restart(s *State, i ServerID, emit Emit) {
 //	              /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
 //	              /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
 //	              /\ UNCHANGED <<messages, leaderVars, logVars>>
-func (m *Model) Timeout(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) Timeout(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Follower && s.State[i] != Candidate {
 		return
 	}
@@ -64,8 +64,8 @@ func (m *Model) Timeout(s *State, i ServerID, emit Emit) {
 	n.VotedFor[i] = Nil
 	n.VotesResponded[i] = 0
 	n.VotesGranted[i] = 0
-	n.VoterLog[i] = ""
-	emit(n, Label{Action: ActTimeout, I: i})
+	n.VoterLog[i] = *new(V)
+	emit(n, LabelOf[T, L]{Action: ActTimeout, I: i})
 }
 
 // advertisedLog is the log whose last term and length a candidate
@@ -73,7 +73,7 @@ func (m *Model) Timeout(s *State, i ServerID, emit Emit) {
 //
 // raft.tla: log[i]. durable: the durable prefix SubSeq(log[i], 1,
 // durableLen[i]) — a member may only claim what survives a crash.
-func (m *Model) advertisedLog(s *State, i ServerID) Log {
+func (m *Machine[T, L, V]) advertisedLog(s *StateOf[T, L, V], i ServerID) L {
 	if !m.durable() {
 		return s.Log[i]
 	}
@@ -96,22 +96,22 @@ func (m *Model) advertisedLog(s *State, i ServerID) Log {
 //
 // durable: the candidate advertises its durable tip,
 // LastTerm(SubSeq(log[i], 1, durableLen[i])) and durableLen[i].
-func (m *Model) RequestVote(s *State, i, j ServerID, emit Emit) {
+func (m *Machine[T, L, V]) RequestVote(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Candidate || s.VotesResponded[i].Has(j) {
 		return
 	}
 	adv := m.advertisedLog(s, i)
-	lastLogTerm, lastLogIndex := adv.LastTerm(), uint8(adv.Len())
+	lastLogTerm, lastLogIndex := adv.LastTerm(), T(adv.Len())
 	if m.durable() {
 		switch {
 		case m.Has(BugCandidateAdvertisesAppended):
-			lastLogTerm, lastLogIndex = s.Log[i].LastTerm(), uint8(s.Log[i].Len())
+			lastLogTerm, lastLogIndex = s.Log[i].LastTerm(), T(s.Log[i].Len())
 		case m.Has(BugCandidateAdvertisesLearned):
 			lastLogIndex = max(lastLogIndex, s.LearnedCommit[i])
 		}
 	}
 	n := *s
-	n.Send(Message{
+	n.Send(MessageOf[T, L]{
 		Mtype:         RequestVoteRequest,
 		Mterm:         s.CurrentTerm[i],
 		MlastLogTerm:  lastLogTerm,
@@ -119,7 +119,7 @@ func (m *Model) RequestVote(s *State, i, j ServerID, emit Emit) {
 		Msource:       i,
 		Mdest:         j,
 	})
-	emit(n, Label{Action: ActRequestVote, I: i, J: j})
+	emit(n, LabelOf[T, L]{Action: ActRequestVote, I: i, J: j})
 }
 
 // AppendEntries is raft.tla's AppendEntries(i, j): leader i sends j an
@@ -145,7 +145,7 @@ func (m *Model) RequestVote(s *State, i, j ServerID, emit Emit) {
 //
 // durable: the message also carries mleaderCommit |-> commitIndex[i], the
 // commit index before the clamp, from which followers learn.
-func (m *Model) AppendEntries(s *State, i, j ServerID, emit Emit) {
+func (m *Machine[T, L, V]) AppendEntries(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
 	if i == j || s.State[i] != Leader {
 		return
 	}
@@ -153,28 +153,30 @@ func (m *Model) AppendEntries(s *State, i, j ServerID, emit Emit) {
 	next := int(s.NextIndex[i][j])
 	prevLogIndex := next - 1
 	assert(prevLogIndex <= log.Len(), "AppendEntries(%v, %v): nextIndex %d beyond Len(log) %d", i, j, next, log.Len())
-	var prevLogTerm uint8
+	var prevLogTerm T
 	if prevLogIndex > 0 {
 		prevLogTerm = log.Term(prevLogIndex)
 	}
 	lastEntry := min(log.Len(), next)
-	msg := Message{
+	msg := MessageOf[T, L]{
 		Mtype:         AppendEntriesRequest,
 		Mterm:         s.CurrentTerm[i],
-		MprevLogIndex: uint8(prevLogIndex),
+		MprevLogIndex: T(prevLogIndex),
 		MprevLogTerm:  prevLogTerm,
 		Mentries:      log.SubSeq(next, lastEntry),
-		Mlog:          log,
-		McommitIndex:  min(s.CommitIndex[i], uint8(lastEntry)),
+		McommitIndex:  min(s.CommitIndex[i], T(lastEntry)),
 		Msource:       i,
 		Mdest:         j,
+	}
+	if m.history {
+		msg.Mlog = log
 	}
 	if m.durable() {
 		msg.MleaderCommit = s.CommitIndex[i]
 	}
 	n := *s
 	n.Send(msg)
-	emit(n, Label{Action: ActAppendEntries, I: i, J: j})
+	emit(n, LabelOf[T, L]{Action: ActAppendEntries, I: i, J: j})
 }
 
 // BecomeLeader is raft.tla's BecomeLeader(i): candidate i transitions to
@@ -197,7 +199,7 @@ func (m *Model) AppendEntries(s *State, i, j ServerID, emit Emit) {
 // durable: the promotion fence, PromotionFenceOpen(i): a TRUNCATED member,
 // or one whose durable log is shorter than what it learned as committed,
 // cannot become leader.
-func (m *Model) BecomeLeader(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Candidate || !m.Quorum(s.VotesGranted[i]) {
 		return
 	}
@@ -207,23 +209,25 @@ func (m *Model) BecomeLeader(s *State, i ServerID, emit Emit) {
 	n := *s
 	n.State[i] = Leader
 	for _, j := range m.servers {
-		n.NextIndex[i][j] = uint8(s.Log[i].Len() + 1)
+		n.NextIndex[i][j] = T(s.Log[i].Len() + 1)
 		n.MatchIndex[i][j] = 0
 	}
-	n.Elections = insertSorted(s.Elections, Election{
-		Eterm:     s.CurrentTerm[i],
-		Eleader:   i,
-		Elog:      s.Log[i],
-		Evotes:    s.VotesGranted[i],
-		EvoterLog: s.VoterLog[i],
-	}, compareElection)
-	emit(n, Label{Action: ActBecomeLeader, I: i})
+	if m.history {
+		n.Elections = insertSorted(s.Elections, ElectionOf[T, L, V]{
+			Eterm:     s.CurrentTerm[i],
+			Eleader:   i,
+			Elog:      s.Log[i],
+			Evotes:    s.VotesGranted[i],
+			EvoterLog: s.VoterLog[i],
+		}, compareElection)
+	}
+	emit(n, LabelOf[T, L]{Action: ActBecomeLeader, I: i})
 }
 
 // PromotionFenceOpen is the durable profile's promotion fence: i may become
 // leader only with a CLEAN verdict and a durable log that reaches what it
 // learned as committed.
-func PromotionFenceOpen(s *State, i ServerID) bool {
+func PromotionFenceOpen[T Int, L Seq[T, L], V Voters[L, V]](s *StateOf[T, L, V], i ServerID) bool {
 	return s.Verdict[i] == Clean && s.DurableLen[i] >= s.LearnedCommit[i]
 }
 
@@ -236,13 +240,13 @@ func PromotionFenceOpen(s *State, i ServerID) bool {
 //	           newLog == Append(log[i], entry)
 //	       IN  log' = [log EXCEPT ![i] = newLog]
 //	    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, commitIndex>>
-func (m *Model) ClientRequest(s *State, i ServerID, v uint8, emit Emit) {
+func (m *Machine[T, L, V]) ClientRequest(s *StateOf[T, L, V], i ServerID, v uint8, emit EmitOf[T, L, V]) {
 	if s.State[i] != Leader {
 		return
 	}
 	n := *s
-	n.Log[i] = s.Log[i].Append(Entry{Term: s.CurrentTerm[i], Value: v})
-	emit(n, Label{Action: ActClientRequest, I: i, Value: v})
+	n.Log[i] = s.Log[i].Append(EntryOf[T]{Term: s.CurrentTerm[i], Value: v})
+	emit(n, LabelOf[T, L]{Action: ActClientRequest, I: i, Value: v})
 }
 
 // AdvanceCommitIndex is raft.tla's AdvanceCommitIndex(i): leader i advances
@@ -263,7 +267,7 @@ func (m *Model) ClientRequest(s *State, i ServerID, v uint8, emit Emit) {
 // durable: the leader is in Agree(index) only when index <= durableLen[i]
 // (the fix of the seed's bug-661); learnedCommit[i] follows commitIndex[i]
 // upwards; and committed records every entry the new commit index covers.
-func (m *Model) AdvanceCommitIndex(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) AdvanceCommitIndex(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Leader {
 		return
 	}
@@ -286,15 +290,17 @@ func (m *Model) AdvanceCommitIndex(s *State, i ServerID, emit Emit) {
 	}
 	newCommitIndex := s.CommitIndex[i]
 	if agreeMax > 0 && log.Term(agreeMax) == s.CurrentTerm[i] {
-		newCommitIndex = uint8(agreeMax)
+		newCommitIndex = T(agreeMax)
 	}
 	n := *s
 	n.CommitIndex[i] = newCommitIndex
 	if m.durable() {
 		n.LearnedCommit[i] = max(s.LearnedCommit[i], newCommitIndex)
-		n.Committed = recordCommitted(s.Committed, log, int(newCommitIndex), s.CurrentTerm[i])
+		if m.history {
+			n.Committed = recordCommitted(s.Committed, log, int(newCommitIndex), s.CurrentTerm[i])
+		}
 	}
-	emit(n, Label{Action: ActAdvanceCommitIndex, I: i})
+	emit(n, LabelOf[T, L]{Action: ActAdvanceCommitIndex, I: i})
 }
 
 // recordCommitted is
@@ -305,7 +311,7 @@ func (m *Model) AdvanceCommitIndex(s *State, i ServerID, emit Emit) {
 //
 // so each committed entry is recorded once, with the first term in which a
 // leader's commit index covered it.
-func recordCommitted(committed []CommittedEntry, log Log, commit int, term uint8) []CommittedEntry {
+func recordCommitted[T Int, L Seq[T, L]](committed []CommittedOf[T], log L, commit int, term T) []CommittedOf[T] {
 	for x := 1; x <= commit; x++ {
 		t := log.Term(x)
 		known := false
@@ -316,7 +322,7 @@ func recordCommitted(committed []CommittedEntry, log Log, commit int, term uint8
 			}
 		}
 		if !known {
-			committed = insertSorted(committed, CommittedEntry{Index: uint8(x), Term: t, CommitTerm: term}, compareCommitted)
+			committed = insertSorted(committed, CommittedOf[T]{Index: T(x), Term: t, CommitTerm: term}, compareCommitted)
 		}
 	}
 	return committed
@@ -348,7 +354,7 @@ func recordCommitted(committed []CommittedEntry, log Log, commit int, term uint8
 // durable: logOk compares with i's durable log; grant also requires
 // VoterFloorOk (the candidate's durable index reaches learnedCommit[i]) and
 // a CLEAN verdict (a TRUNCATED member grants no vote until repaired).
-func (m *Model) HandleRequestVoteRequest(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm > s.CurrentTerm[i] {
 		return
 	}
@@ -368,15 +374,18 @@ func (m *Model) HandleRequestVoteRequest(s *State, i, j ServerID, msg Message, e
 	if grant {
 		n.VotedFor[i] = j
 	}
-	n.Reply(Message{
+	resp := MessageOf[T, L]{
 		Mtype:        RequestVoteResponse,
 		Mterm:        s.CurrentTerm[i],
 		MvoteGranted: grant,
-		Mlog:         s.Log[i],
 		Msource:      i,
 		Mdest:        j,
-	}, msg)
-	emit(n, Label{Action: ActHandleRequestVoteRequest, I: i, J: j, Msg: msg})
+	}
+	if m.history {
+		resp.Mlog = s.Log[i]
+	}
+	n.Reply(resp, msg)
+	emit(n, LabelOf[T, L]{Action: ActHandleRequestVoteRequest, I: i, J: j, Msg: msg})
 }
 
 // HandleRequestVoteResponse is raft.tla's HandleRequestVoteResponse(i, j, m):
@@ -394,7 +403,7 @@ func (m *Model) HandleRequestVoteRequest(s *State, i, j ServerID, msg Message, e
 //	          /\ UNCHANGED <<votesGranted, voterLog>>
 //	    /\ Discard(m)
 //	    /\ UNCHANGED <<serverVars, votedFor, leaderVars, logVars>>
-func (m *Model) HandleRequestVoteResponse(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) HandleRequestVoteResponse(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm != s.CurrentTerm[i] {
 		return
 	}
@@ -402,10 +411,12 @@ func (m *Model) HandleRequestVoteResponse(s *State, i, j ServerID, msg Message, 
 	n.VotesResponded[i] = s.VotesResponded[i].With(j)
 	if msg.MvoteGranted {
 		n.VotesGranted[i] = s.VotesGranted[i].With(j)
-		n.VoterLog[i] = s.VoterLog[i].With(j, msg.Mlog)
+		if m.history {
+			n.VoterLog[i] = s.VoterLog[i].With(j, msg.Mlog)
+		}
 	}
 	n.Discard(msg)
-	emit(n, Label{Action: ActHandleRequestVoteResponse, I: i, J: j, Msg: msg})
+	emit(n, LabelOf[T, L]{Action: ActHandleRequestVoteResponse, I: i, J: j, Msg: msg})
 }
 
 // HandleAppendEntriesResponse is raft.tla's
@@ -422,7 +433,7 @@ func (m *Model) HandleRequestVoteResponse(s *State, i, j ServerID, msg Message, 
 //	          /\ UNCHANGED <<matchIndex>>
 //	    /\ Discard(m)
 //	    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections>>
-func (m *Model) HandleAppendEntriesResponse(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) HandleAppendEntriesResponse(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm != s.CurrentTerm[i] {
 		return
 	}
@@ -434,7 +445,7 @@ func (m *Model) HandleAppendEntriesResponse(s *State, i, j ServerID, msg Message
 		n.NextIndex[i][j] = max(s.NextIndex[i][j]-1, 1)
 	}
 	n.Discard(msg)
-	emit(n, Label{Action: ActHandleAppendEntriesResponse, I: i, J: j, Msg: msg})
+	emit(n, LabelOf[T, L]{Action: ActHandleAppendEntriesResponse, I: i, J: j, Msg: msg})
 }
 
 // UpdateTerm is raft.tla's UpdateTerm(i, j, m): any RPC with a newer term
@@ -447,7 +458,7 @@ func (m *Model) HandleAppendEntriesResponse(s *State, i, j ServerID, msg Message
 //	    /\ state'          = [state       EXCEPT ![i] = Follower]
 //	    /\ votedFor'       = [votedFor    EXCEPT ![i] = Nil]
 //	    /\ UNCHANGED <<messages, candidateVars, leaderVars, logVars>>
-func (m *Model) UpdateTerm(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) UpdateTerm(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm <= s.CurrentTerm[i] {
 		return
 	}
@@ -455,7 +466,7 @@ func (m *Model) UpdateTerm(s *State, i, j ServerID, msg Message, emit Emit) {
 	n.CurrentTerm[i] = msg.Mterm
 	n.State[i] = Follower
 	n.VotedFor[i] = Nil
-	emit(n, Label{Action: ActUpdateTerm, I: i, J: j, Msg: msg})
+	emit(n, LabelOf[T, L]{Action: ActUpdateTerm, I: i, J: j, Msg: msg})
 }
 
 // DropStaleResponse is raft.tla's DropStaleResponse(i, j, m): responses with
@@ -465,13 +476,13 @@ func (m *Model) UpdateTerm(s *State, i, j ServerID, msg Message, emit Emit) {
 //	    /\ m.mterm < currentTerm[i]
 //	    /\ Discard(m)
 //	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
-func (m *Model) DropStaleResponse(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) DropStaleResponse(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm >= s.CurrentTerm[i] {
 		return
 	}
 	n := *s
 	n.Discard(msg)
-	emit(n, Label{Action: ActDropStaleResponse, I: i, J: j, Msg: msg})
+	emit(n, LabelOf[T, L]{Action: ActDropStaleResponse, I: i, J: j, Msg: msg})
 }
 
 // Receive is raft.tla's Receive(m), with i = m.mdest and j = m.msource.
@@ -490,7 +501,7 @@ func (m *Model) DropStaleResponse(s *State, i, j ServerID, msg Message, emit Emi
 //	       \/ /\ m.mtype = AppendEntriesResponse
 //	          /\ \/ DropStaleResponse(i, j, m)
 //	             \/ HandleAppendEntriesResponse(i, j, m)
-func (m *Model) Receive(s *State, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) Receive(s *StateOf[T, L, V], msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	i, j := msg.Mdest, msg.Msource
 	m.UpdateTerm(s, i, j, msg, emit)
 	switch msg.Mtype {
@@ -515,10 +526,10 @@ func (m *Model) Receive(s *State, msg Message, emit Emit) {
 //	DuplicateMessage(m) ==
 //	    /\ Send(m)
 //	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
-func (m *Model) DuplicateMessage(s *State, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) DuplicateMessage(s *StateOf[T, L, V], msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	n := *s
 	n.Send(msg)
-	emit(n, Label{Action: ActDuplicateMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
+	emit(n, LabelOf[T, L]{Action: ActDuplicateMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
 }
 
 // DropMessage is raft.tla's DropMessage(m): the network drops a message.
@@ -526,10 +537,10 @@ func (m *Model) DuplicateMessage(s *State, msg Message, emit Emit) {
 //	DropMessage(m) ==
 //	    /\ Discard(m)
 //	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
-func (m *Model) DropMessage(s *State, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) DropMessage(s *StateOf[T, L, V], msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	n := *s
 	n.Discard(msg)
-	emit(n, Label{Action: ActDropMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
+	emit(n, LabelOf[T, L]{Action: ActDropMessage, I: msg.Mdest, J: msg.Msource, Msg: msg})
 }
 
 func assert(cond bool, format string, args ...any) {

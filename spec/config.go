@@ -198,11 +198,37 @@ func (c Config) String() string {
 	return s
 }
 
-// Model is a Config ready to generate states.
-type Model struct {
+// Machine is a Config ready to take steps over states of one
+// representation: the actions (actions_*.go, production.go) and Init, Next
+// and Step are its methods, written once for every representation.
+// history says whether the history variables (elections, allLogs,
+// voterLog, committed, and every message's mlog) are kept: the explorer
+// keeps them, because its invariants read them; the trace checker does
+// not, because no action reads them (docs/explorer.md, "State and
+// encoding").
+type Machine[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	Config
 	servers []ServerID
 	values  []uint8
+	history bool
+}
+
+func newMachine[T Int, L Seq[T, L], V Voters[L, V]](c Config, history bool) Machine[T, L, V] {
+	m := Machine[T, L, V]{Config: c, history: history}
+	for i := 1; i <= c.Servers; i++ {
+		m.servers = append(m.servers, ServerID(i))
+	}
+	for v := 1; v <= c.Values; v++ {
+		m.values = append(m.values, uint8(v))
+	}
+	return m
+}
+
+// Model is the explorer's machine: 8-bit numbers, logs as [Log], history
+// variables kept. Its own methods (Encode, Decode, InBounds, the
+// invariants) are the explorer's.
+type Model struct {
+	Machine[uint8, Log, VoterLog]
 }
 
 // NewModel validates the config and returns its model.
@@ -210,21 +236,14 @@ func NewModel(c Config) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{Config: c}
-	for i := 1; i <= c.Servers; i++ {
-		m.servers = append(m.servers, ServerID(i))
-	}
-	for v := 1; v <= c.Values; v++ {
-		m.values = append(m.values, uint8(v))
-	}
-	return m, nil
+	return &Model{Machine: newMachine[uint8, Log, VoterLog](c, true)}, nil
 }
 
 // Has reports whether bug b is switched on (its fix is off).
-func (m *Model) Has(b Bug) bool { return m.Bugs&b != 0 }
+func (c *Config) Has(b Bug) bool { return c.Bugs&b != 0 }
 
 // durable reports whether the durable profile is in force.
-func (m *Model) durable() bool { return m.Profile == ProfileDurable }
+func (c *Config) durable() bool { return c.Profile == ProfileDurable }
 
 // InBounds is the CONSTRAINT: whether s is counted and explored.
 func (m *Model) InBounds(s *State) bool {

@@ -127,19 +127,22 @@ func ParseBranch(s string) (Branch, bool) {
 	return 0, false
 }
 
-// Label identifies one step: the action, its parameters, and the
+// LabelOf identifies one step: the action, its parameters, and the
 // nondeterministic choices it made. For the message actions, I is the
 // recipient (m.mdest) and J the sender (m.msource), as in Receive.
-type Label struct {
+type LabelOf[T Int, L Seq[T, L]] struct {
 	Action Action
 	I, J   ServerID
-	Value  uint8   // ClientRequest's v
-	Cut    uint8   // Crash and Corrupt: the length log[i] keeps
-	Msg    Message // the message of a message action
-	Branch Branch  // HandleAppendEntriesRequest's disjunct
+	Value  uint8           // ClientRequest's v
+	Cut    T               // Crash and Corrupt: the length log[i] keeps; FlushTo: the new durableLen
+	Msg    MessageOf[T, L] // the message of a message action
+	Branch Branch          // HandleAppendEntriesRequest's disjunct
 }
 
-func (l Label) String() string {
+// Label is the explorer's step label.
+type Label = LabelOf[uint8, Log]
+
+func (l LabelOf[T, L]) String() string {
 	switch {
 	case l.Action == ActClientRequest:
 		return fmt.Sprintf("%v(%v, v%d)", l.Action, l.I, l.Value)
@@ -156,8 +159,11 @@ func (l Label) String() string {
 	return fmt.Sprintf("%v(%v)", l.Action, l.I)
 }
 
-// Emit receives one successor state and the step that produced it. The
+// EmitOf receives one successor state and the step that produced it. The
 // state is passed by value so that generating it allocates nothing; a
 // callee that keeps it copies it (its slices are immutable and may be
 // shared).
-type Emit func(succ State, l Label)
+type EmitOf[T Int, L Seq[T, L], V Voters[L, V]] func(succ StateOf[T, L, V], l LabelOf[T, L])
+
+// Emit is the explorer's successor callback.
+type Emit = EmitOf[uint8, Log, VoterLog]

@@ -21,11 +21,14 @@ package spec
 // With Config.Production the actions of production.go are added, and an
 // AppendEntries request with more than one entry is handled only by
 // HandleAppendEntriesBatch.
-func (m *Model) Next(s *State, emit Emit) {
-	allLogs := m.withLogs(s.AllLogs, s)
-	out := func(n State, l Label) {
-		n.AllLogs = allLogs
-		emit(n, l)
+func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
+	out := emit
+	if m.history {
+		allLogs := m.withLogs(s.AllLogs, s)
+		out = func(n StateOf[T, L, V], l LabelOf[T, L]) {
+			n.AllLogs = allLogs
+			emit(n, l)
+		}
 	}
 	for _, i := range m.servers {
 		if m.durable() {
@@ -81,9 +84,12 @@ func (m *Model) Next(s *State, emit Emit) {
 // Step runs the one action instance that label names from s and emits the
 // successors it yields (more than one only for the choices a label does not
 // fix). It is how traces are replayed.
-func (m *Model) Step(s *State, l Label, emit Emit) {
-	allLogs := m.withLogs(s.AllLogs, s)
-	out := func(n State, got Label) {
+func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitOf[T, L, V]) {
+	var allLogs []L
+	if m.history {
+		allLogs = m.withLogs(s.AllLogs, s)
+	}
+	out := func(n StateOf[T, L, V], got LabelOf[T, L]) {
 		switch {
 		case l.Action == ActCrash || l.Action == ActCorrupt:
 			if got.Cut != l.Cut {
@@ -97,7 +103,9 @@ func (m *Model) Step(s *State, l Label, emit Emit) {
 		if l.Branch != BranchNone && got.Branch != l.Branch {
 			return
 		}
-		n.AllLogs = allLogs
+		if m.history {
+			n.AllLogs = allLogs
+		}
 		emit(n, got)
 	}
 	if l.Action.isProduction() {

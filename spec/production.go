@@ -87,7 +87,7 @@ func (a Action) productionReceives() bool {
 // nextIndex is not read: which range to send is the leader's business, and
 // any range of its own log is a message raft.tla's leader could send for
 // some value of nextIndex, except that it may hold more than one entry.
-func (m *Model) SendAppendEntries(s *State, i, j ServerID, emit Emit) {
+func (m *Machine[T, L, V]) SendAppendEntries(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
 	if i == j || s.State[i] != Leader {
 		return
 	}
@@ -97,31 +97,34 @@ func (m *Model) SendAppendEntries(s *State, i, j ServerID, emit Emit) {
 			msg := m.appendEntriesRange(s, i, j, prev, last)
 			n := *s
 			n.Send(msg)
-			emit(n, Label{Action: ActSendAppendEntries, I: i, J: j, Msg: msg})
+			emit(n, LabelOf[T, L]{Action: ActSendAppendEntries, I: i, J: j, Msg: msg})
 		}
 	}
 }
 
 // appendEntriesRange is the message SendAppendEntries(i, j, prev, last-prev)
 // sends.
-func (m *Model) appendEntriesRange(s *State, i, j ServerID, prev, last int) Message {
+func (m *Machine[T, L, V]) appendEntriesRange(s *StateOf[T, L, V], i, j ServerID, prev, last int) MessageOf[T, L] {
 	log := s.Log[i]
-	var prevLogTerm uint8
+	var prevLogTerm T
 	if prev > 0 {
 		prevLogTerm = log.Term(prev)
 	}
-	return Message{
+	msg := MessageOf[T, L]{
 		Mtype:         AppendEntriesRequest,
 		Mterm:         s.CurrentTerm[i],
-		MprevLogIndex: uint8(prev),
+		MprevLogIndex: T(prev),
 		MprevLogTerm:  prevLogTerm,
 		Mentries:      log.SubSeq(prev+1, last),
-		Mlog:          log,
-		McommitIndex:  min(s.CommitIndex[i], uint8(last)),
+		McommitIndex:  min(s.CommitIndex[i], T(last)),
 		MleaderCommit: s.CommitIndex[i],
 		Msource:       i,
 		Mdest:         j,
 	}
+	if m.history {
+		msg.Mlog = log
+	}
+	return msg
 }
 
 // HandleAppendEntriesBatch is HandleAppendEntriesRequest for a message with
@@ -151,14 +154,14 @@ func (m *Model) appendEntriesRange(s *State, i, j ServerID, prev, last int) Mess
 // success reply comes when it is handled again, once the entries are
 // durable. The bug switches of the durable profile apply as in
 // HandleAppendEntriesRequest.
-func (m *Model) HandleAppendEntriesBatch(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) HandleAppendEntriesBatch(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm > s.CurrentTerm[i] || msg.Mtype != AppendEntriesRequest {
 		return
 	}
 	log := s.Log[i]
 	prev := int(msg.MprevLogIndex)
 	logOk := prev == 0 || (prev <= log.Len() && msg.MprevLogTerm == log.Term(prev))
-	label := Label{Action: ActHandleAppendEntriesBatch, I: i, J: j, Msg: msg}
+	label := LabelOf[T, L]{Action: ActHandleAppendEntriesBatch, I: i, J: j, Msg: msg}
 	if !m.rejectOrReturnToFollower(s, i, j, msg, logOk, label, emit) {
 		return
 	}
@@ -176,13 +179,13 @@ func (m *Model) HandleAppendEntriesBatch(s *State, i, j ServerID, msg Message, e
 		keep := prev + conflict - 1
 		n := *s
 		n.Log[i] = log.Prefix(keep)
-		n.DurableLen[i] = min(s.DurableLen[i], uint8(keep))
+		n.DurableLen[i] = min(s.DurableLen[i], T(keep))
 		m.keepStaleLog(s, &n, i)
 		label.Branch = BranchConflict
 		emit(n, label)
 	case present < entries.Len():
 		n := *s
-		n.Log[i] = log + entries.SubSeq(present+1, entries.Len())
+		n.Log[i] = log.Concat(entries.SubSeq(present+1, entries.Len()))
 		label.Branch = BranchAppend
 		emit(n, label)
 	default:
@@ -197,8 +200,8 @@ func (m *Model) HandleAppendEntriesBatch(s *State, i, j ServerID, msg Message, e
 			n.Verdict[i] = Clean
 			n.TruncatedAtTerm[i] = 0
 		}
-		n.Reply(Message{Mtype: AppendEntriesResponse, Mterm: s.CurrentTerm[i], Msuccess: true,
-			MmatchIndex: uint8(matchIndex), Msource: i, Mdest: j}, msg)
+		n.Reply(MessageOf[T, L]{Mtype: AppendEntriesResponse, Mterm: s.CurrentTerm[i], Msuccess: true,
+			MmatchIndex: T(matchIndex), Msource: i, Mdest: j}, msg)
 		label.Branch = BranchAlreadyDone
 		emit(n, label)
 	}
@@ -223,7 +226,7 @@ func (m *Model) HandleAppendEntriesBatch(s *State, i, j ServerID, msg Message, e
 // matching durable prefix — unless the follower is corrupted, which is the
 // corruption budget's case (a TRUNCATED member counts as a holder in
 // CommittedIsDurable until FenceReleases, which needs a newer leader).
-func (m *Model) HandleAppendEntriesResponseMax(s *State, i, j ServerID, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) HandleAppendEntriesResponseMax(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm != s.CurrentTerm[i] || msg.Mtype != AppendEntriesResponse {
 		return
 	}
@@ -235,7 +238,7 @@ func (m *Model) HandleAppendEntriesResponseMax(s *State, i, j ServerID, msg Mess
 		n.NextIndex[i][j] = max(s.NextIndex[i][j]-1, 1)
 	}
 	n.Discard(msg)
-	emit(n, Label{Action: ActHandleAppendEntriesResponseMax, I: i, J: j, Msg: msg})
+	emit(n, LabelOf[T, L]{Action: ActHandleAppendEntriesResponseMax, I: i, J: j, Msg: msg})
 }
 
 // FlushTo is a partial group commit: an fdatasync that covers a prefix of
@@ -247,12 +250,12 @@ func (m *Model) HandleAppendEntriesResponseMax(s *State, i, j ServerID, msg Mess
 //	    /\ UNCHANGED <<everything else>>
 //
 // k = Len(log[i]) is Flush(i).
-func (m *Model) FlushTo(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) FlushTo(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	for k := int(s.DurableLen[i]) + 1; k < s.Log[i].Len(); k++ {
 		n := *s
-		n.DurableLen[i] = uint8(k)
-		n.StaleLog[i] = "" // the flusher syncs a pending truncation first
-		emit(n, Label{Action: ActFlushTo, I: i, Cut: uint8(k)})
+		n.DurableLen[i] = T(k)
+		n.StaleLog[i] = *new(L) // the flusher syncs a pending truncation first
+		emit(n, LabelOf[T, L]{Action: ActFlushTo, I: i, Cut: T(k)})
 	}
 }
 
@@ -265,18 +268,18 @@ func (m *Model) FlushTo(s *State, i ServerID, emit Emit) {
 //	    /\ state[i] \in {Leader, Candidate}
 //	    /\ state' = [state EXCEPT ![i] = Follower]
 //	    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, leaderVars, logVars>>
-func (m *Model) StepDown(s *State, i ServerID, emit Emit) {
+func (m *Machine[T, L, V]) StepDown(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Leader && s.State[i] != Candidate {
 		return
 	}
 	n := *s
 	n.State[i] = Follower
-	emit(n, Label{Action: ActStepDown, I: i})
+	emit(n, LabelOf[T, L]{Action: ActStepDown, I: i})
 }
 
 // nextProduction emits the successors of the production actions that take
 // no message, for Next.
-func (m *Model) nextProduction(s *State, emit Emit) {
+func (m *Machine[T, L, V]) nextProduction(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 	for _, i := range m.servers {
 		m.FlushTo(s, i, emit)
 		m.StepDown(s, i, emit)
@@ -291,7 +294,7 @@ func (m *Model) nextProduction(s *State, emit Emit) {
 // receiveProduction is Receive(m) of the production profile: raft.tla's
 // handlers, except that an AppendEntries request with more than one entry
 // goes only to HandleAppendEntriesBatch, plus the production handlers.
-func (m *Model) receiveProduction(s *State, msg Message, emit Emit) {
+func (m *Machine[T, L, V]) receiveProduction(s *StateOf[T, L, V], msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	i, j := msg.Mdest, msg.Msource
 	if msg.Mtype == AppendEntriesRequest && msg.Mentries.Len() > 1 {
 		m.UpdateTerm(s, i, j, msg, emit)
@@ -307,7 +310,7 @@ func (m *Model) receiveProduction(s *State, msg Message, emit Emit) {
 }
 
 // stepProduction is Step for the production actions.
-func (m *Model) stepProduction(s *State, l Label, emit Emit) {
+func (m *Machine[T, L, V]) stepProduction(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitOf[T, L, V]) {
 	switch l.Action {
 	case ActSendAppendEntries:
 		i, j := l.I, l.J
@@ -321,12 +324,12 @@ func (m *Model) stepProduction(s *State, l Label, emit Emit) {
 		msg := m.appendEntriesRange(s, i, j, prev, last)
 		want := l.Msg
 		want.Mlog = msg.Mlog
-		if msg != want {
+		if compareMessage(&msg, &want) != 0 {
 			return
 		}
 		n := *s
 		n.Send(msg)
-		emit(n, Label{Action: ActSendAppendEntries, I: i, J: j, Msg: msg})
+		emit(n, LabelOf[T, L]{Action: ActSendAppendEntries, I: i, J: j, Msg: msg})
 	case ActHandleAppendEntriesBatch, ActHandleAppendEntriesResponseMax:
 		if s.Count(l.Msg) == 0 {
 			return

@@ -1,63 +1,74 @@
 package spec
 
 import (
+	"cmp"
 	"slices"
-	"strings"
 )
 
-// BagEntry is one message of the bag and its multiplicity: messages[m].
-type BagEntry struct {
-	M Message
-	N uint8
+// BagEntryOf is one message of the bag and its multiplicity: messages[m].
+type BagEntryOf[T Int, L Seq[T, L]] struct {
+	M MessageOf[T, L]
+	N T
 }
 
-// State holds every variable of raft.tla, and in profile durable the
+// BagEntry is the explorer's bag entry.
+type BagEntry = BagEntryOf[uint8, Log]
+
+// StateOf holds every variable of raft.tla, and in profile durable the
 // variables the durability extensions add. Per-server arrays are indexed by
 // ServerID; index 0 is unused and stays zero.
 //
-// A State is a value: successor states copy it and replace, never mutate,
+// A state is a value: successor states copy it and replace, never mutate,
 // the slices (Messages, Elections, AllLogs, Committed), which are shared.
+//
+// The type parameters are the representation (docs/explorer.md, "State and
+// encoding"): [State] is the explorer's (8-bit numbers, [Log]), [TraceState]
+// the trace checker's (64-bit numbers, [RunLog], no history variables). The
+// actions are written once, for both.
 //
 // Invariants (asserted by [State.Check]):
 //   - Messages is sorted by compareMessage, without duplicates, every N >= 1.
 //   - Elections, AllLogs and Committed are sorted sets without duplicates.
 //   - durable: DurableLen[i] <= Len(Log[i]); Verdict[i] = Clean exactly when
 //     TruncatedAtTerm[i] = 0.
-type State struct {
+type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	// Global variables of raft.tla.
-	Messages  []BagEntry // messages: a bag, Message -> count
-	Elections []Election // elections: history variable
-	AllLogs   []Log      // allLogs: history variable
+	Messages  []BagEntryOf[T, L]    // messages: a bag, Message -> count
+	Elections []ElectionOf[T, L, V] // elections: history variable
+	AllLogs   []L                   // allLogs: history variable
 
 	// Per-server variables of raft.tla.
-	CurrentTerm    [MaxServers + 1]uint8
+	CurrentTerm    [MaxServers + 1]T
 	State          [MaxServers + 1]Role
 	VotedFor       [MaxServers + 1]ServerID
-	Log            [MaxServers + 1]Log
-	CommitIndex    [MaxServers + 1]uint8
+	Log            [MaxServers + 1]L
+	CommitIndex    [MaxServers + 1]T
 	VotesResponded [MaxServers + 1]ServerSet
 	VotesGranted   [MaxServers + 1]ServerSet
-	VoterLog       [MaxServers + 1]VoterLog
-	NextIndex      [MaxServers + 1][MaxServers + 1]uint8
-	MatchIndex     [MaxServers + 1][MaxServers + 1]uint8
+	VoterLog       [MaxServers + 1]V
+	NextIndex      [MaxServers + 1][MaxServers + 1]T
+	MatchIndex     [MaxServers + 1][MaxServers + 1]T
 
 	// Profile durable. All zero in profile raft.
-	DurableLen      [MaxServers + 1]uint8 // durableLen: the fdatasync'd prefix of log[i]
-	LearnedCommit   [MaxServers + 1]uint8 // learnedCommit: highest commit index i learned (durable hard state)
+	DurableLen      [MaxServers + 1]T // durableLen: the fdatasync'd prefix of log[i]
+	LearnedCommit   [MaxServers + 1]T // learnedCommit: highest commit index i learned (durable hard state)
 	Verdict         [MaxServers + 1]Verdict
-	TruncatedAtTerm [MaxServers + 1]uint8 // currentTerm[i] at the corruption that set Verdict[i] = Truncated
+	TruncatedAtTerm [MaxServers + 1]T // currentTerm[i] at the corruption that set Verdict[i] = Truncated
 	// StaleLog, only with -bug truncation-not-synced (empty otherwise): the durable
 	// log as it was before a suffix truncation that no flush has synced yet, which a
 	// crash may bring back. Empty when no such truncation is pending.
-	StaleLog        [MaxServers + 1]Log
-	Committed       []CommittedEntry // committed: history variable
-	CrashesLeft     uint8
-	CorruptionsLeft uint8
+	StaleLog        [MaxServers + 1]L
+	Committed       []CommittedOf[T] // committed: history variable
+	CrashesLeft     T
+	CorruptionsLeft T
 }
 
+// State is the explorer's state.
+type State = StateOf[uint8, Log, VoterLog]
+
 // Init is raft.tla's Init (and, in profile durable, InitDurableVars).
-func (m *Model) Init() *State {
-	s := &State{}
+func (m *Machine[T, L, V]) Init() *StateOf[T, L, V] {
+	s := &StateOf[T, L, V]{}
 	for _, i := range m.servers {
 		s.CurrentTerm[i] = 1
 		s.State[i] = Follower
@@ -68,41 +79,41 @@ func (m *Model) Init() *State {
 		}
 	}
 	if m.Profile == ProfileDurable {
-		s.CrashesLeft = uint8(m.Crashes)
-		s.CorruptionsLeft = uint8(m.Corruptions)
+		s.CrashesLeft = T(m.Crashes)
+		s.CorruptionsLeft = T(m.Corruptions)
 	}
 	return s
 }
 
 // bagIndex returns the position of msg in the sorted bag, or where it would go.
-func bagIndex(bag []BagEntry, msg *Message) (int, bool) {
-	return slices.BinarySearchFunc(bag, msg, func(e BagEntry, t *Message) int {
+func bagIndex[T Int, L Seq[T, L]](bag []BagEntryOf[T, L], msg *MessageOf[T, L]) (int, bool) {
+	return slices.BinarySearchFunc(bag, msg, func(e BagEntryOf[T, L], t *MessageOf[T, L]) int {
 		return compareMessage(&e.M, t)
 	})
 }
 
 // WithMessage is raft.tla's WithMessage(m, msgs): one more m in the bag.
-func WithMessage(msg Message, bag []BagEntry) []BagEntry {
+func WithMessage[T Int, L Seq[T, L]](msg MessageOf[T, L], bag []BagEntryOf[T, L]) []BagEntryOf[T, L] {
 	k, found := bagIndex(bag, &msg)
-	out := make([]BagEntry, 0, len(bag)+1)
+	out := make([]BagEntryOf[T, L], 0, len(bag)+1)
 	out = append(out, bag[:k]...)
 	if found {
-		out = append(out, BagEntry{M: msg, N: bag[k].N + 1})
+		out = append(out, BagEntryOf[T, L]{M: msg, N: bag[k].N + 1})
 		return append(out, bag[k+1:]...)
 	}
-	out = append(out, BagEntry{M: msg, N: 1})
+	out = append(out, BagEntryOf[T, L]{M: msg, N: 1})
 	return append(out, bag[k:]...)
 }
 
 // WithoutMessage is raft.tla's WithoutMessage(m, msgs): one less m in the bag
 // (unchanged if m is not in it).
-func WithoutMessage(msg Message, bag []BagEntry) []BagEntry {
+func WithoutMessage[T Int, L Seq[T, L]](msg MessageOf[T, L], bag []BagEntryOf[T, L]) []BagEntryOf[T, L] {
 	k, found := bagIndex(bag, &msg)
 	if !found {
 		return bag
 	}
 	if bag[k].N <= 1 {
-		out := make([]BagEntry, 0, len(bag)-1)
+		out := make([]BagEntryOf[T, L], 0, len(bag)-1)
 		out = append(out, bag[:k]...)
 		return append(out, bag[k+1:]...)
 	}
@@ -112,18 +123,18 @@ func WithoutMessage(msg Message, bag []BagEntry) []BagEntry {
 }
 
 // Send is raft.tla's Send(m).
-func (s *State) Send(m Message) { s.Messages = WithMessage(m, s.Messages) }
+func (s *StateOf[T, L, V]) Send(m MessageOf[T, L]) { s.Messages = WithMessage(m, s.Messages) }
 
 // Discard is raft.tla's Discard(m).
-func (s *State) Discard(m Message) { s.Messages = WithoutMessage(m, s.Messages) }
+func (s *StateOf[T, L, V]) Discard(m MessageOf[T, L]) { s.Messages = WithoutMessage(m, s.Messages) }
 
 // Reply is raft.tla's Reply(response, request).
-func (s *State) Reply(response, request Message) {
+func (s *StateOf[T, L, V]) Reply(response, request MessageOf[T, L]) {
 	s.Messages = WithoutMessage(request, WithMessage(response, s.Messages))
 }
 
 // Count is messages[m], or 0 when m is not in DOMAIN messages.
-func (s *State) Count(m Message) int {
+func (s *StateOf[T, L, V]) Count(m MessageOf[T, L]) int {
 	if k, ok := bagIndex(s.Messages, &m); ok {
 		return int(s.Messages[k].N)
 	}
@@ -143,28 +154,28 @@ func insertSorted[T any](set []T, x T, compare func(a, b *T) int) []T {
 	return append(out, set[k:]...)
 }
 
-func compareLog(a, b *Log) int { return strings.Compare(string(*a), string(*b)) }
+func compareLog[T Int, L Seq[T, L]](a, b *L) int { return (*a).Compare(*b) }
 
-func compareCommitted(a, b *CommittedEntry) int {
-	if a.Index != b.Index {
-		return int(a.Index) - int(b.Index)
+func compareCommitted[T Int](a, b *CommittedOf[T]) int {
+	if c := cmp.Compare(a.Index, b.Index); c != 0 {
+		return c
 	}
-	if a.Term != b.Term {
-		return int(a.Term) - int(b.Term)
+	if c := cmp.Compare(a.Term, b.Term); c != 0 {
+		return c
 	}
-	return int(a.CommitTerm) - int(b.CommitTerm)
+	return cmp.Compare(a.CommitTerm, b.CommitTerm)
 }
 
 // withLogs is allLogs \cup {log[i] : i \in Server}.
-func (m *Model) withLogs(all []Log, s *State) []Log {
+func (m *Machine[T, L, V]) withLogs(all []L, s *StateOf[T, L, V]) []L {
 	for _, i := range m.servers {
-		all = insertSorted(all, s.Log[i], compareLog)
+		all = insertSorted(all, s.Log[i], compareLog[T, L])
 	}
 	return all
 }
 
 // Quorum reports set \in Quorum: Cardinality(set) * 2 > Cardinality(Server).
-func (m *Model) Quorum(set ServerSet) bool { return set.Len()*2 > len(m.servers) }
+func (m *Machine[T, L, V]) Quorum(set ServerSet) bool { return set.Len()*2 > len(m.servers) }
 
 // Servers lists Server.
-func (m *Model) Servers() []ServerID { return m.servers }
+func (m *Machine[T, L, V]) Servers() []ServerID { return m.servers }

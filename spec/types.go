@@ -89,11 +89,45 @@ func (v Verdict) String() string {
 	return "CLEAN"
 }
 
-// Entry is a log entry: [term |-> t, value |-> v]. Values are 1..Values.
-type Entry struct {
-	Term  uint8
+// Int is the type of the terms, indexes, lengths and counts of a state:
+// uint8 for the explorer, whose bounds keep every one of them below 256 and
+// whose states must stay small (docs/explorer.md, "State and encoding"),
+// uint64 for the trace checker, which replays runs of any length.
+type Int interface{ ~uint8 | ~uint64 }
+
+// Seq is what the actions need of a log representation L whose terms have
+// type T: a TLA+ sequence of entries, immutable (every operation returns a
+// new value and leaves its receiver as it was), 1-based. [Log] is the
+// explorer's; [RunLog] is the trace checker's. Equal and Compare are on
+// contents, never on identity.
+type Seq[T Int, L any] interface {
+	Len() int
+	Term(index int) T
+	At(index int) EntryOf[T]
+	LastTerm() T
+	Append(e EntryOf[T]) L
+	Prefix(n int) L
+	SubSeq(lo, hi int) L
+	Concat(suffix L) L
+	Equal(o L) bool
+	Compare(o L) int
+}
+
+// Voters is what the actions need of the representation V of voterLog[i]
+// (a history variable) over logs L.
+type Voters[L, V any] interface {
+	With(j ServerID, log L) V
+	Compare(o V) int
+}
+
+// EntryOf is a log entry: [term |-> t, value |-> v]. Values are 1..Values.
+type EntryOf[T Int] struct {
+	Term  T
 	Value uint8
 }
+
+// Entry is the explorer's log entry.
+type Entry = EntryOf[uint8]
 
 // Log is an immutable TLA+ sequence of entries, stored two bytes per entry
 // (term, value) so that logs compare structurally with == and share memory
@@ -235,6 +269,9 @@ func (v VoterLog) With(j ServerID, log Log) VoterLog {
 	return v + VoterLog([]byte{byte(j), byte(log.Len())}) + VoterLog(log)
 }
 
+// Compare orders voter logs by their encoding.
+func (v VoterLog) Compare(o VoterLog) int { return strings.Compare(string(v), string(o)) }
+
 func (v VoterLog) String() string {
 	var b strings.Builder
 	b.WriteString("(")
@@ -249,7 +286,7 @@ func (v VoterLog) String() string {
 	return b.String()
 }
 
-// Message is a raft.tla message record. One struct holds every field; a
+// MessageOf is a raft.tla message record. One struct holds every field; a
 // field that its mtype does not carry is zero, so two messages are equal
 // exactly when TLC would find the records equal.
 //
@@ -257,23 +294,26 @@ func (v VoterLog) String() string {
 // commitIndex before raft.tla's clamp Min({commitIndex, lastEntry}), from
 // which followers learn what is committed (learnedCommit). It is always 0 in
 // profile raft.
-type Message struct {
+type MessageOf[T Int, L Seq[T, L]] struct {
 	Mtype         MType
-	Mterm         uint8
-	MlastLogTerm  uint8
-	MlastLogIndex uint8
-	MprevLogIndex uint8
-	MprevLogTerm  uint8
-	Mentries      Log
-	Mlog          Log
-	McommitIndex  uint8
-	MleaderCommit uint8
+	Mterm         T
+	MlastLogTerm  T
+	MlastLogIndex T
+	MprevLogIndex T
+	MprevLogTerm  T
+	Mentries      L
+	Mlog          L
+	McommitIndex  T
+	MleaderCommit T
 	MvoteGranted  bool
 	Msuccess      bool
-	MmatchIndex   uint8
+	MmatchIndex   T
 	Msource       ServerID
 	Mdest         ServerID
 }
+
+// Message is the explorer's message.
+type Message = MessageOf[uint8, Log]
 
 func boolCompare(a, b bool) int {
 	switch {
@@ -287,7 +327,7 @@ func boolCompare(a, b bool) int {
 
 // compareMessage is a total order on messages, used to keep the bag sorted so
 // that equal bags have equal encodings.
-func compareMessage(a, b *Message) int {
+func compareMessage[T Int, L Seq[T, L]](a, b *MessageOf[T, L]) int {
 	if c := cmp.Compare(a.Mtype, b.Mtype); c != 0 {
 		return c
 	}
@@ -312,10 +352,10 @@ func compareMessage(a, b *Message) int {
 	if c := cmp.Compare(a.MprevLogTerm, b.MprevLogTerm); c != 0 {
 		return c
 	}
-	if c := strings.Compare(string(a.Mentries), string(b.Mentries)); c != 0 {
+	if c := a.Mentries.Compare(b.Mentries); c != 0 {
 		return c
 	}
-	if c := strings.Compare(string(a.Mlog), string(b.Mlog)); c != 0 {
+	if c := a.Mlog.Compare(b.Mlog); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.McommitIndex, b.McommitIndex); c != 0 {
@@ -333,7 +373,7 @@ func compareMessage(a, b *Message) int {
 	return cmp.Compare(a.MmatchIndex, b.MmatchIndex)
 }
 
-func (m Message) String() string {
+func (m MessageOf[T, L]) String() string {
 	switch m.Mtype {
 	case RequestVoteRequest:
 		return fmt.Sprintf("RequestVoteRequest{%v->%v term=%d lastLogTerm=%d lastLogIndex=%d}",
@@ -348,44 +388,60 @@ func (m Message) String() string {
 		return fmt.Sprintf("AppendEntriesResponse{%v->%v term=%d success=%v matchIndex=%d}",
 			m.Msource, m.Mdest, m.Mterm, m.Msuccess, m.MmatchIndex)
 	}
-	return fmt.Sprintf("Message{%+v}", struct{ M Message }{m})
+	return fmt.Sprintf("Message{%+v}", struct{ M MessageOf[T, L] }{m})
 }
 
-// Election is a record of the elections history variable, added by
+// ElectionOf is a record of the elections history variable, added by
 // BecomeLeader.
-type Election struct {
-	Eterm     uint8
+type ElectionOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
+	Eterm     T
 	Eleader   ServerID
-	Elog      Log
+	Elog      L
 	Evotes    ServerSet
-	EvoterLog VoterLog
+	EvoterLog V
 }
 
-func compareElection(a, b *Election) int {
+// Election is the explorer's election record.
+type Election = ElectionOf[uint8, Log, VoterLog]
+
+func compareElection[T Int, L Seq[T, L], V Voters[L, V]](a, b *ElectionOf[T, L, V]) int {
 	if c := cmp.Compare(a.Eterm, b.Eterm); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.Eleader, b.Eleader); c != 0 {
 		return c
 	}
-	if c := strings.Compare(string(a.Elog), string(b.Elog)); c != 0 {
+	if c := a.Elog.Compare(b.Elog); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.Evotes, b.Evotes); c != 0 {
 		return c
 	}
-	return strings.Compare(string(a.EvoterLog), string(b.EvoterLog))
+	return a.EvoterLog.Compare(b.EvoterLog)
 }
 
-// CommittedEntry is a record of the durable profile's committed history
+// CommittedOf is a record of the durable profile's committed history
 // variable: the entry at Index with term Term was covered by a leader's
 // commitIndex, first in term CommitTerm. Once there it stays: it is what a
 // client was told is durable.
-type CommittedEntry struct {
-	Index      uint8
-	Term       uint8
-	CommitTerm uint8
+type CommittedOf[T Int] struct {
+	Index      T
+	Term       T
+	CommitTerm T
 }
+
+// CommittedEntry is the explorer's committed record.
+type CommittedEntry = CommittedOf[uint8]
+
+// Concat is log \o suffix.
+func (l Log) Concat(suffix Log) Log { return l + suffix }
+
+// Equal reports l = o.
+func (l Log) Equal(o Log) bool { return l == o }
+
+// Compare orders logs entry by entry, (term, value) lexicographically, a
+// prefix first.
+func (l Log) Compare(o Log) int { return strings.Compare(string(l), string(o)) }
 
 // HasPrefix reports whether p is a prefix of l.
 func (l Log) HasPrefix(p Log) bool { return strings.HasPrefix(string(l), string(p)) }
