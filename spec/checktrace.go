@@ -2,27 +2,39 @@ package spec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"math"
-	"reflect"
 	"strings"
 
 	"github.com/durableraft/durableraft/trace"
 )
 
 // maxFrontier bounds the set of spec states a trace prefix may correspond
-// to (it grows only where the trace leaves out history fields such as mlog).
+// to (it grows only where the trace leaves out a choice the spec makes).
 const maxFrontier = 1 << 14
+
+// maxCandidates is how many rejected successors a mismatch keeps to show.
+const maxCandidates = 3
 
 // TraceMismatch is the first event of a trace that no enabled spec action
 // explains.
 type TraceMismatch struct {
-	Seq      int
-	Event    trace.Event
-	Reason   string
-	Logged   *trace.NodeState
-	Expected []*trace.NodeState // the node's post-state in each spec successor the action has
+	Seq    int
+	Event  trace.Event
+	Reason string
+	// Candidates has, for each spec successor the action has (at most
+	// three are kept), the fields the event logs that differ from the
+	// successor's post-state of the node. Rejected counts them all.
+	Candidates [][]FieldDiff
+	Rejected   int
+}
+
+// FieldDiff is one field of a node's post-state on which the trace and a
+// spec successor disagree, each side rendered as JSON (a long log as its
+// length and first differing entry).
+type FieldDiff struct {
+	Field, Logged, Spec string
 }
 
 func (e *TraceMismatch) Error() string {
@@ -33,202 +45,236 @@ func (e *TraceMismatch) Error() string {
 		fmt.Fprintf(&b, ", msg %s", msg)
 	}
 	fmt.Fprintf(&b, ") is not a step of the spec: %s", e.Reason)
-	for k, want := range e.Expected {
-		if k == 3 {
-			fmt.Fprintf(&b, "\n  ... %d more candidate successors", len(e.Expected)-k)
-			break
-		}
+	for k, diffs := range e.Candidates {
 		fmt.Fprintf(&b, "\n  candidate %d: %-16s %-28s %s", k+1, "field", "logged", "spec")
-		for _, d := range diffNodeState(e.Logged, want) {
-			fmt.Fprintf(&b, "\n               %-16s %-28s %s", d[0], d[1], d[2])
+		for _, d := range diffs {
+			fmt.Fprintf(&b, "\n               %-16s %-28s %s", d.Field, d.Logged, d.Spec)
 		}
+	}
+	if more := e.Rejected - len(e.Candidates); more > 0 {
+		fmt.Fprintf(&b, "\n  ... %d more candidate successors", more)
 	}
 	return b.String()
 }
 
-// nodeStateFields lists the comparable fields of a logged node state; a
-// field the emitter left out (nil) is not compared.
-func nodeStateFields(n *trace.NodeState) map[string]any {
-	f := map[string]any{
-		"currentTerm": n.CurrentTerm, "state": n.State, "votedFor": n.VotedFor,
-		"log": n.Log, "commitIndex": n.CommitIndex,
-	}
-	if n.Log == nil {
-		f["log"] = []trace.Entry{}
-	}
-	if n.VotesResponded != nil {
-		f["votesResponded"] = *n.VotesResponded
-	}
-	if n.VotesGranted != nil {
-		f["votesGranted"] = *n.VotesGranted
-	}
-	if n.NextIndex != nil {
-		f["nextIndex"] = n.NextIndex
-	}
-	if n.MatchIndex != nil {
-		f["matchIndex"] = n.MatchIndex
-	}
-	if n.DurableLen != nil {
-		f["durableLen"] = *n.DurableLen
-	}
-	if n.LearnedCommit != nil {
-		f["learnedCommit"] = *n.LearnedCommit
-	}
-	if n.Verdict != "" {
-		f["verdict"] = n.Verdict
-	}
-	if n.TruncatedAtTerm != nil {
-		f["truncatedAtTerm"] = *n.TruncatedAtTerm
-	}
-	return f
+// TraceChecker replays a trace event by event against the spec: from
+// Init, each event must be a step of the action it names, with its
+// parameters and choices, whose post-state of the node agrees with every
+// field the event logs. Where the trace leaves out a choice (which message
+// of several equal ones), every spec state consistent with the prefix is
+// kept, up to equality of the protocol variables. It holds the states and
+// each node's logged log, not the events: memory does not grow with the
+// trace's length.
+type TraceChecker struct {
+	m        *traceMachine
+	names    []string // names[id]; names[Nil] = "Nil"
+	ids      map[string]ServerID
+	frontier []*TraceState
+	// logged is each node's log as the trace logged it last (a version 2
+	// log change applies to it).
+	logged [MaxServers + 1]RunLog
+	seq    int
+	err    error
 }
 
-var nodeStateOrder = []string{"currentTerm", "state", "votedFor", "log", "commitIndex", "votesResponded",
-	"votesGranted", "nextIndex", "matchIndex", "durableLen", "learnedCommit", "verdict", "truncatedAtTerm"}
-
-// diffNodeState lists (field, logged, spec) for every field the trace logs
-// that differs from the spec's.
-func diffNodeState(logged, spec *trace.NodeState) [][3]string {
-	if logged == nil {
-		return nil
+// NewTraceChecker starts checking a trace whose line 0 is init.
+func NewTraceChecker(init *trace.Event) (*TraceChecker, error) {
+	if init.Action != "Init" || init.Config == nil {
+		return nil, errors.New("spec: trace does not start with Init")
 	}
-	lf, sf := nodeStateFields(logged), nodeStateFields(spec)
-	var out [][3]string
-	for _, name := range nodeStateOrder {
-		lv, ok := lf[name]
-		if !ok {
-			continue
-		}
-		if sv := sf[name]; !reflect.DeepEqual(lv, sv) {
-			lj, _ := json.Marshal(lv)
-			sj, _ := json.Marshal(sv)
-			out = append(out, [3]string{name, string(lj), string(sj)})
-		}
-	}
-	return out
-}
-
-// TraceModel builds the model a trace's Init event describes, without
-// bounds: a trace is checked against the protocol, not the explorer's
-// search limits.
-func TraceModel(c *trace.Config) (*Model, error) {
-	p, err := ParseProfile(c.Profile)
+	m, err := newTraceMachine(init.Config)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("spec: trace config: %w", err)
 	}
-	cfg := Config{Profile: p, Servers: c.Servers, Values: c.Values,
-		MaxTerm: 200, MaxLog: 100, MaxDup: 200, MaxMsgs: math.MaxInt32}
-	if p == ProfileDurable {
-		cfg.Crashes, cfg.Corruptions = c.Crashes, c.Corruptions
-		if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
-			return nil, err
+	names := init.Config.ServerNames()
+	if len(names) != init.Config.Servers {
+		return nil, fmt.Errorf("spec: trace config: %d names for %d servers", len(names), init.Config.Servers)
+	}
+	c := &TraceChecker{m: m, names: append([]string{"Nil"}, names...), ids: map[string]ServerID{},
+		frontier: []*TraceState{m.Init()}, seq: 1}
+	for k, n := range names {
+		if _, dup := c.ids[n]; dup || n == "Nil" {
+			return nil, fmt.Errorf("spec: trace config: server name %q", n)
 		}
-		cfg.Production = c.Production
+		c.ids[n] = ServerID(k + 1)
 	}
-	return NewModel(cfg)
+	return c, nil
 }
 
-// CheckTraceReader decodes and checks a trace.
-func CheckTraceReader(r io.Reader) (int, error) {
-	events, err := trace.Decode(r)
-	if err != nil {
-		return 0, err
+// Events is how many events were accepted, Init included.
+func (c *TraceChecker) Events() int { return c.seq }
+
+// Frontier is how many spec states the trace so far can be in.
+func (c *TraceChecker) Frontier() int { return len(c.frontier) }
+
+// Step checks the next event. After an error the checker is done: Step
+// returns that error again.
+func (c *TraceChecker) Step(e *trace.Event) error {
+	if c.err != nil {
+		return c.err
 	}
-	return len(events), CheckTrace(events)
+	if err := c.step(e); err != nil {
+		c.err = err
+		return err
+	}
+	c.seq++
+	return nil
 }
 
-// CheckTrace replays a trace against the spec: starting from Init, each
-// event must be a step of the action it names, with its parameters and
-// choices, whose post-state of the node agrees with every field the event
-// logs. Where the trace leaves out history fields (mlog), every spec state
-// consistent with the prefix is kept. It returns a *TraceMismatch for the
-// first event no spec step explains.
-func CheckTrace(events []trace.Event) error {
-	if len(events) == 0 || events[0].Action != "Init" || events[0].Config == nil {
-		return fmt.Errorf("spec: trace does not start with Init")
+func (c *TraceChecker) step(e *trace.Event) error {
+	if e.Seq != c.seq {
+		return fmt.Errorf("spec: trace event %d comes where event %d belongs", e.Seq, c.seq)
 	}
-	m, err := TraceModel(events[0].Config)
+	mismatch := func(reason string) error { return &TraceMismatch{Seq: e.Seq, Event: *e, Reason: reason} }
+	l, msg, err := c.label(e)
 	if err != nil {
-		return fmt.Errorf("spec: trace config: %w", err)
+		return mismatch(err.Error())
 	}
-	frontier := []*State{m.Init()}
-	var buf []byte
-	for k := 1; k < len(events); k++ {
-		e := events[k]
-		l, msg, err := m.labelFromEvent(&e)
-		if err != nil {
-			return &TraceMismatch{Seq: e.Seq, Event: e, Reason: err.Error(), Logged: e.State}
+	var want *loggedState
+	if e.State != nil {
+		if want, err = c.loggedState(e); err != nil {
+			return mismatch(err.Error())
 		}
-		seen := map[uint64]bool{}
-		inBag := false
-		var next []*State
-		var expected []*trace.NodeState
-		accept := func(succ State, got Label) {
-			n := &succ
-			ns := m.NodeState(n, l.I)
-			if len(diffNodeState(e.State, ns)) > 0 {
-				expected = append(expected, ns)
-				return
+	}
+	var (
+		next       []*TraceState
+		keys       []uint64
+		buckets    map[uint64][]*TraceState
+		candidates [][]FieldDiff
+		rejected   int
+		inBag      bool
+	)
+	accept := func(succ TraceState, _ traceLabel) {
+		if want != nil && !want.matches(c.m, &succ, l.I) {
+			if rejected++; len(candidates) < maxCandidates {
+				candidates = append(candidates, want.diff(c, &succ, l.I))
 			}
-			// States that differ only in history variables (a trace has no
-			// mlog) have the same futures: keep one.
-			buf = m.EncodeProtocol(buf[:0], n)
-			if fp := Fingerprint(buf); !seen[fp] {
-				seen[fp] = true
-				next = append(next, n)
+			return
+		}
+		n := &succ
+		key := c.m.traceKey(n)
+		if buckets == nil && len(next) >= 16 {
+			buckets = map[uint64][]*TraceState{}
+			for k, s := range next {
+				buckets[keys[k]] = append(buckets[keys[k]], s)
 			}
 		}
-		for _, s := range frontier {
-			if msg == nil {
-				m.Step(s, l, accept)
-				continue
+		if buckets != nil {
+			for _, s := range buckets[key] {
+				if c.m.traceStatesEqual(s, n) {
+					return
+				}
 			}
-			// The trace has no mlog: try every message of the bag that
-			// agrees with it on the other fields.
-			for _, be := range s.Messages {
-				cand := be.M
-				cand.Mlog = msg.Mlog
-				if cand == *msg {
-					inBag = true
-					l.Msg = be.M
-					m.Step(s, l, accept)
+			buckets[key] = append(buckets[key], n)
+		} else {
+			for k, s := range next {
+				if keys[k] == key && c.m.traceStatesEqual(s, n) {
+					return
 				}
 			}
 		}
-		if len(next) == 0 {
-			reason := "the action is not enabled in any spec state the trace can be in"
-			if msg != nil && !inBag {
-				reason = "no such message is in the bag"
-			}
-			if len(expected) > 0 {
-				reason = "the logged post-state differs from every spec successor"
-			}
-			return &TraceMismatch{Seq: e.Seq, Event: e, Reason: reason, Logged: e.State, Expected: expected}
+		next, keys = append(next, n), append(keys, key)
+	}
+	for _, s := range c.frontier {
+		if msg == nil {
+			c.m.Step(s, l, accept)
+			continue
 		}
-		if len(next) > maxFrontier {
-			return fmt.Errorf("spec: trace event %d is consistent with %d spec states; too ambiguous to check", e.Seq, len(next))
+		// The trace has no mlog, and the trace checker keeps none: the
+		// logged message is the bag's, field for field.
+		if k, ok := bagIndex(s.Messages, msg); ok {
+			inBag = true
+			l.Msg = s.Messages[k].M
+			c.m.Step(s, l, accept)
 		}
-		frontier = next
+	}
+	if len(next) == 0 {
+		reason := "the action is not enabled in any spec state the trace can be in"
+		if msg != nil && !inBag {
+			reason = "no such message is in the bag"
+		}
+		if rejected > 0 {
+			reason = "the logged post-state differs from every spec successor"
+		}
+		return &TraceMismatch{Seq: e.Seq, Event: *e, Reason: reason, Candidates: candidates, Rejected: rejected}
+	}
+	if len(next) > maxFrontier {
+		return fmt.Errorf("spec: trace event %d is consistent with %d spec states; too ambiguous to check", e.Seq, len(next))
+	}
+	c.frontier = next
+	if want != nil {
+		// Equal to want.log; the spec's own value shares its buffer, so
+		// the next comparison is O(1).
+		c.logged[l.I] = next[0].Log[l.I]
 	}
 	return nil
 }
 
-// labelFromEvent builds the step label an event names; msg is the message
-// for message actions (its Mlog is empty).
-func (m *Model) labelFromEvent(e *trace.Event) (Label, *Message, error) {
-	var l Label
+// CheckTrace replays a whole trace (see [TraceChecker]). It returns a
+// *TraceMismatch for the first event no spec step explains.
+func CheckTrace(events []trace.Event) error {
+	if len(events) == 0 {
+		return errors.New("spec: trace does not start with Init")
+	}
+	c, err := NewTraceChecker(&events[0])
+	if err != nil {
+		return err
+	}
+	for k := 1; k < len(events); k++ {
+		if err := c.Step(&events[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckTraceReader decodes and checks a trace as it reads it, and returns
+// the number of events read.
+func CheckTraceReader(r io.Reader) (int, error) {
+	return CheckTraceReaderOptions(r, trace.ReadOptions{})
+}
+
+// CheckTraceReaderOptions is CheckTraceReader with the reader's options
+// (for example, to drop a torn last line).
+func CheckTraceReaderOptions(r io.Reader, opt trace.ReadOptions) (int, error) {
+	rd := trace.NewReader(r, opt)
+	init, err := rd.Next()
+	if err != nil {
+		return 0, err
+	}
+	c, err := NewTraceChecker(&init)
+	if err != nil {
+		return 1, err
+	}
+	for {
+		e, err := rd.Next()
+		if err == io.EOF {
+			return c.Events(), nil
+		}
+		if err != nil {
+			return c.Events(), err
+		}
+		if err := c.Step(&e); err != nil {
+			return c.Events(), err
+		}
+	}
+}
+
+// label builds the step label an event names; msg is the message for
+// message actions (its Mlog is empty).
+func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) {
+	var l traceLabel
 	a, ok := ParseAction(e.Action)
 	if !ok {
 		return l, nil, fmt.Errorf("unknown action %q", e.Action)
 	}
 	l.Action = a
-	i, err := parseServer(e.Node, len(m.servers))
-	if err != nil {
+	var err error
+	if l.I, err = c.server(e.Node); err != nil {
 		return l, nil, err
 	}
-	l.I = i
 	if e.Peer != "" {
-		if l.J, err = parseServer(e.Peer, len(m.servers)); err != nil {
+		if l.J, err = c.server(e.Peer); err != nil {
 			return l, nil, err
 		}
 	}
@@ -239,21 +285,22 @@ func (m *Model) labelFromEvent(e *trace.Event) (Label, *Message, error) {
 	}
 	switch a {
 	case ActClientRequest:
-		if e.Value == nil || *e.Value < 1 || *e.Value > len(m.values) {
-			return l, nil, fmt.Errorf("ClientRequest needs a value in 1..%d", len(m.values))
+		if e.Value == nil || *e.Value < 1 || *e.Value > len(c.m.values) {
+			return l, nil, fmt.Errorf("ClientRequest needs a value in 1..%d", len(c.m.values))
 		}
 		l.Value = uint8(*e.Value)
 	case ActCrash, ActCorrupt:
-		if e.Cut == nil || *e.Cut > 255 {
+		if e.Cut == nil {
 			return l, nil, fmt.Errorf("%s needs a cut point", e.Action)
 		}
-		l.Cut = uint8(*e.Cut)
+		if l.Cut, err = count("cut", *e.Cut); err != nil {
+			return l, nil, err
+		}
 	case ActFlushTo: // the new durable length; optional
 		if e.Cut != nil {
-			if *e.Cut < 1 || *e.Cut > 255 {
+			if l.Cut, err = count("cut", *e.Cut); err != nil || l.Cut == 0 {
 				return l, nil, fmt.Errorf("FlushTo's cut %d out of range", *e.Cut)
 			}
-			l.Cut = uint8(*e.Cut)
 		}
 	case ActRequestVote, ActAppendEntries, ActSendAppendEntries:
 		if e.Peer == "" {
@@ -265,11 +312,11 @@ func (m *Model) labelFromEvent(e *trace.Event) (Label, *Message, error) {
 		if e.Msg == nil {
 			return l, nil, fmt.Errorf("%s needs the message it sends", e.Action)
 		}
-		msg, err := m.messageFromTrace(e.Msg)
+		msg, err := c.message(e.Msg)
 		if err != nil {
 			return l, nil, err
 		}
-		if msg.Msource != i || msg.Mdest != l.J {
+		if msg.Msource != l.I || msg.Mdest != l.J {
 			return l, nil, fmt.Errorf("%s: message from %s to %s, event from %s to %s", e.Action, e.Msg.Msource, e.Msg.Mdest, e.Node, e.Peer)
 		}
 		l.Msg = msg
@@ -281,11 +328,11 @@ func (m *Model) labelFromEvent(e *trace.Event) (Label, *Message, error) {
 	if e.Msg == nil {
 		return l, nil, fmt.Errorf("%s needs a message", e.Action)
 	}
-	msg, err := m.messageFromTrace(e.Msg)
+	msg, err := c.message(e.Msg)
 	if err != nil {
 		return l, nil, err
 	}
-	if msg.Mdest != i {
+	if msg.Mdest != l.I {
 		return l, nil, fmt.Errorf("node %s is not the message's destination %s", e.Node, e.Msg.Mdest)
 	}
 	return l, &msg, nil

@@ -150,7 +150,7 @@ func TestCheckTraceRejectsMutations(t *testing.T) {
 		"wrong log": func(es []trace.Event) []trace.Event {
 			for k := range es {
 				if es[k].Action == "ClientRequest" {
-					es[k].State.Log = append(es[k].State.Log, trace.Entry{Term: 1, Value: 1})
+					es[k].State.LogAppend = append(es[k].State.LogAppend, trace.Run{Term: 1, Values: []int{1}})
 					break
 				}
 			}

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,10 +57,10 @@ func diffStates(want, got *State) string {
 	}
 	var b strings.Builder
 	for _, i := range m.servers {
-		if a, c := m.NodeState(want, i), m.NodeState(got, i); len(diffNodeState(a, c)) > 0 {
-			for _, d := range diffNodeState(c, a) {
-				b.WriteString(d[0] + ": got " + d[1] + " want " + d[2] + "; ")
-			}
+		a, _ := json.Marshal(m.NodeState(want, i))
+		c, _ := json.Marshal(m.NodeState(got, i))
+		if !bytes.Equal(a, c) {
+			fmt.Fprintf(&b, "%v: got %s want %s; ", i, c, a)
 		}
 	}
 	if len(want.Messages) != len(got.Messages) {

@@ -175,8 +175,12 @@ func (st *story) label(m *Model, s *State, ln storyLine) (Label, func(*State) bo
 		return fail("unknown action")
 	}
 	server := func(name string) ServerID {
-		id, _ := parseServer(name, len(m.servers))
-		return id
+		for _, id := range m.servers {
+			if name == serverName(id) {
+				return id
+			}
+		}
+		return Nil
 	}
 	l := Label{Action: a, I: server(f[1])}
 	if l.I == 0 {

@@ -19,18 +19,7 @@ func serverName(id ServerID) string {
 	return "s" + strconv.Itoa(int(id))
 }
 
-func parseServer(name string, n int) (ServerID, error) {
-	if !trace.ValidServer(name) {
-		return 0, fmt.Errorf("bad server %q", name)
-	}
-	id, _ := strconv.Atoi(name[1:])
-	if id > n {
-		return 0, fmt.Errorf("server %q beyond the %d servers of the model", name, n)
-	}
-	return ServerID(id), nil
-}
-
-func traceEntries(l Log) []trace.Entry {
+func traceEntries[T Int, L Seq[T, L]](l L) []trace.Entry {
 	out := make([]trace.Entry, l.Len())
 	for k := range out {
 		e := l.At(k + 1)
@@ -39,19 +28,8 @@ func traceEntries(l Log) []trace.Entry {
 	return out
 }
 
-func logFromTrace(entries []trace.Entry) (Log, error) {
-	b := make([]byte, 0, 2*len(entries))
-	for _, e := range entries {
-		if e.Term < 1 || e.Term > 255 || e.Value < 0 || e.Value > 255 {
-			return "", fmt.Errorf("entry %+v out of the model's range", e)
-		}
-		b = append(b, uint8(e.Term), uint8(e.Value))
-	}
-	return Log(b), nil
-}
-
 // TraceMessage converts a message, leaving out the history field mlog.
-func (m *Model) TraceMessage(msg Message) *trace.Message {
+func (m *Machine[T, L, V]) TraceMessage(msg MessageOf[T, L]) *trace.Message {
 	t := &trace.Message{
 		Mtype: msg.Mtype.String(), Mterm: int(msg.Mterm),
 		MlastLogTerm: int(msg.MlastLogTerm), MlastLogIndex: int(msg.MlastLogIndex),
@@ -67,47 +45,6 @@ func (m *Model) TraceMessage(msg Message) *trace.Message {
 	return t
 }
 
-// messageFromTrace converts a trace message; Mlog stays empty and is
-// matched against the bag by the checker.
-func (m *Model) messageFromTrace(t *trace.Message) (Message, error) {
-	var msg Message
-	types := map[string]MType{"RequestVoteRequest": RequestVoteRequest, "RequestVoteResponse": RequestVoteResponse,
-		"AppendEntriesRequest": AppendEntriesRequest, "AppendEntriesResponse": AppendEntriesResponse}
-	mtype, ok := types[t.Mtype]
-	if !ok {
-		return msg, fmt.Errorf("mtype %q", t.Mtype)
-	}
-	src, err := parseServer(t.Msource, len(m.servers))
-	if err != nil {
-		return msg, err
-	}
-	dst, err := parseServer(t.Mdest, len(m.servers))
-	if err != nil {
-		return msg, err
-	}
-	entries, err := logFromTrace(t.Mentries)
-	if err != nil {
-		return msg, err
-	}
-	for _, v := range []int{t.Mterm, t.MlastLogTerm, t.MlastLogIndex, t.MprevLogIndex, t.MprevLogTerm, t.McommitIndex, t.MmatchIndex} {
-		if v > 255 {
-			return msg, fmt.Errorf("message field %d beyond the model's range", v)
-		}
-	}
-	msg = Message{Mtype: mtype, Mterm: uint8(t.Mterm), MlastLogTerm: uint8(t.MlastLogTerm),
-		MlastLogIndex: uint8(t.MlastLogIndex), MprevLogIndex: uint8(t.MprevLogIndex),
-		MprevLogTerm: uint8(t.MprevLogTerm), Mentries: entries, McommitIndex: uint8(t.McommitIndex),
-		MvoteGranted: t.MvoteGranted, Msuccess: t.Msuccess, MmatchIndex: uint8(t.MmatchIndex),
-		Msource: src, Mdest: dst}
-	if t.MleaderCommit != nil {
-		if *t.MleaderCommit > 255 {
-			return msg, fmt.Errorf("mleaderCommit %d beyond the model's range", *t.MleaderCommit)
-		}
-		msg.MleaderCommit = uint8(*t.MleaderCommit)
-	}
-	return msg, nil
-}
-
 func serverList(set ServerSet) *[]string {
 	out := []string{}
 	for _, id := range set.Members() {
@@ -116,12 +53,21 @@ func serverList(set ServerSet) *[]string {
 	return &out
 }
 
-// NodeState is the post-state of server i as the trace logs it: every
-// per-server variable except the history variable voterLog.
-func (m *Model) NodeState(s *State, i ServerID) *trace.NodeState {
+// NodeState is the post-state of server i as a version 1 trace logs it:
+// every per-server variable except the history variable voterLog, with the
+// whole log.
+func (m *Machine[T, L, V]) NodeState(s *StateOf[T, L, V], i ServerID) *trace.NodeState {
+	n := m.nodeStateWithoutLog(s, i)
+	n.Log = traceEntries(s.Log[i])
+	return n
+}
+
+// nodeStateWithoutLog is NodeState without the log, which the caller
+// logs whole or as a change.
+func (m *Machine[T, L, V]) nodeStateWithoutLog(s *StateOf[T, L, V], i ServerID) *trace.NodeState {
 	n := &trace.NodeState{
 		CurrentTerm: int(s.CurrentTerm[i]), State: s.State[i].String(),
-		VotedFor: serverName(s.VotedFor[i]), Log: traceEntries(s.Log[i]),
+		VotedFor:       serverName(s.VotedFor[i]),
 		CommitIndex:    int(s.CommitIndex[i]),
 		VotesResponded: serverList(s.VotesResponded[i]), VotesGranted: serverList(s.VotesGranted[i]),
 		NextIndex: map[string]int{}, MatchIndex: map[string]int{},
@@ -139,7 +85,7 @@ func (m *Model) NodeState(s *State, i ServerID) *trace.NodeState {
 }
 
 // TraceConfig is line 0's config for this model.
-func (m *Model) TraceConfig(source string) *trace.Config {
+func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 	c := &trace.Config{Profile: m.Profile.String(), Servers: len(m.servers), Values: len(m.values), Source: source}
 	if m.durable() {
 		c.Crashes, c.Corruptions, c.Bugs = m.Crashes, m.Corruptions, m.Bugs.String()
@@ -148,10 +94,16 @@ func (m *Model) TraceConfig(source string) *trace.Config {
 	return c
 }
 
-// StepEvent is the trace event of one step.
-func (m *Model) StepEvent(st Step) trace.Event {
-	l := st.Label
-	e := trace.Event{Action: l.Action.String(), Node: serverName(l.I), State: m.NodeState(st.State, l.I)}
+// stepEvent is the trace event of one step, with the node's whole log.
+func (m *Model) stepEvent(st Step) trace.Event {
+	e := m.event(st.Label, st.State)
+	e.State.Log = traceEntries(st.State.Log[st.Label.I])
+	return e
+}
+
+// event is the trace event of the step l to s, without the node's log.
+func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Event {
+	e := trace.Event{Action: l.Action.String(), Node: serverName(l.I), State: m.nodeStateWithoutLog(s, l.I)}
 	switch {
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries:
 		e.Peer = serverName(l.J)
@@ -173,14 +125,20 @@ func (m *Model) StepEvent(st Step) trace.Event {
 }
 
 // WriteTrace writes a behaviour (its first step is the initial state) as a
-// trace.
+// trace of the current version: each event logs the change of its node's
+// log since the node's previous event.
 func (m *Model) WriteTrace(w io.Writer, steps []Step) error {
 	tw := trace.NewWriter(w)
 	if err := tw.Write(trace.Event{Action: "Init", Config: m.TraceConfig("spec")}); err != nil {
 		return err
 	}
+	logs := map[string][]trace.Entry{}
 	for _, st := range steps[1:] {
-		if err := tw.Write(m.StepEvent(st)); err != nil {
+		e := m.stepEvent(st)
+		keep, app := trace.Delta(logs[e.Node], e.State.Log)
+		logs[e.Node] = e.State.Log
+		e.State.Log, e.State.LogKeep, e.State.LogAppend = nil, &keep, app
+		if err := tw.Write(e); err != nil {
 			return err
 		}
 	}

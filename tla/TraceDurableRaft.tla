@@ -25,6 +25,7 @@
 (*  |------------------------------|--------------------------------------|*)
 (*  | config.profile               | Profile                              |*)
 (*  | config.servers = N           | Server = {"s1", .., "sN"}            |*)
+(*  | config.names (version 2)     | Server = the set of the names        |*)
 (*  | config.values = V            | Value = 1..V                         |*)
 (*  | config.crashes / corruptions | Crashes / Corruptions (default 0)    |*)
 (*  | config.bugs "a,b" (Go order) | Bugs = {"a", "b"}                    |*)
@@ -49,7 +50,11 @@
 (*  | state.currentTerm            | currentTerm'[i]                      |*)
 (*  | state.state                  | state'[i]                            |*)
 (*  | state.votedFor ("Nil", "sK") | votedFor'[i]                         |*)
-(*  | state.log [{term, value}]    | log'[i]                              |*)
+(*  | state.log [{term, value}]    | log'[i] (version 1)                  |*)
+(*  | state.logKeep, logAppend     | log'[i] = SubSeq(loggedLog[i], 1,    |*)
+(*  |   [{term, values: [v..]}]    |   logKeep) \o the runs' entries      |*)
+(*  |                              |   (version 2; loggedLog[i] is the    |*)
+(*  |                              |   log node i logged last)            |*)
 (*  | state.commitIndex            | commitIndex'[i]                      |*)
 (*  | state.votesResponded [..]    | votesResponded'[i] (as a set)        |*)
 (*  | state.votesGranted [..]      | votesGranted'[i] (as a set)          |*)
@@ -61,6 +66,12 @@
 (*  | state.truncatedAtTerm        | truncatedAtTerm'[i]                  |*)
 (*  | (not logged)                 | elections, allLogs, voterLog, mlog,  |*)
 (*  |                              |   committed: rebuilt by the spec     |*)
+(*                                                                         *)
+(* Version 2 logs a node's log as a change since the node's previous     *)
+(* line with a state; the variable loggedLog holds each node's log as it  *)
+(* was logged last, so TLC rebuilds the logs itself, independently of Go. *)
+(* Version 1 lines (whole logs) are read as before.  TLC's integers are   *)
+(* 32-bit: traces for TLC keep their terms and indexes below 2^31.        *)
 (*                                                                         *)
 (* The trace file is trace.ndjson in TLC's working directory: TLC 2.20's  *)
 (* standard modules have no IOEnv (that is CommunityModules' IOUtils), so *)
@@ -87,7 +98,9 @@ JoinNames(seq) ==
 
 \* Constants taken from line 0 (substituted for DurableRaft's in the .cfg).
 TraceProfile     == TraceConfig.profile
-TraceServer      == {"s" \o ToString(k) : k \in 1..TraceConfig.servers}
+TraceServer      == IF "names" \in DOMAIN TraceConfig
+                    THEN {TraceConfig.names[k] : k \in DOMAIN TraceConfig.names}
+                    ELSE {"s" \o ToString(k) : k \in 1..TraceConfig.servers}
 TraceValue       == 1..TraceConfig.values
 TraceCrashes     == Field(TraceConfig, "crashes", 0)
 TraceCorruptions == Field(TraceConfig, "corruptions", 0)
@@ -101,13 +114,29 @@ TraceBugs ==
 
 -----------------------------------------------------------------------------
 
-VARIABLE l   \* the index in Trace of the next line to match
+VARIABLE l          \* the index in Trace of the next line to match
+VARIABLE loggedLog  \* each node's log as the trace logged it last
 
-traceVars == <<vars, l>>
+traceVars == <<vars, l, loggedLog>>
 
 Event == Trace[l]
 
 ToSet(seq) == {seq[k] : k \in DOMAIN seq}
+
+\* The entries of a version 2 run list.
+RECURSIVE RunEntries(_)
+RunEntries(runs) ==
+    IF runs = <<>> THEN <<>>
+    ELSE LET r == Head(runs)
+         IN [k \in 1..Len(r.values) |-> [term |-> r.term, value |-> r.values[k]]]
+              \o RunEntries(Tail(runs))
+
+\* The log a line's state logs for node i: whole (version 1), or as a
+\* change of the node's previous logged log (version 2).
+LoggedLogOf(i, s) ==
+    IF "logKeep" \in DOMAIN s
+    THEN SubSeq(loggedLog[i], 1, s.logKeep) \o RunEntries(Field(s, "logAppend", <<>>))
+    ELSE Field(s, "log", <<>>)
 
 \* Message m of the bag is the one the line logs: equal but for mlog.
 IsLoggedMessage(m) ==
@@ -121,7 +150,7 @@ LoggedStateMatches(i) ==
         IN /\ Logs("currentTerm")     => currentTerm'[i] = s.currentTerm
            /\ Logs("state")           => state'[i] = s.state
            /\ Logs("votedFor")        => votedFor'[i] = s.votedFor
-           /\ Logs("log")             => log'[i] = s.log
+           /\ log'[i] = LoggedLogOf(i, s)
            /\ Logs("commitIndex")     => commitIndex'[i] = s.commitIndex
            /\ Logs("votesResponded")  => votesResponded'[i] = ToSet(s.votesResponded)
            /\ Logs("votesGranted")    => votesGranted'[i] = ToSet(s.votesGranted)
@@ -205,14 +234,20 @@ LoggedStep(i) ==
 TraceInit ==
     /\ Init
     /\ l = 2
+    /\ loggedLog = [i \in Server |-> <<>>]
 
 TraceNext ==
     /\ l <= Len(Trace)
     /\ Event.seq = l - 1
     /\ Event.node \in Server
+    /\ ("state" \in DOMAIN Event /\ "logKeep" \in DOMAIN Event.state) =>
+           Event.state.logKeep <= Len(loggedLog[Event.node])
     /\ LoggedStep(Event.node)
     /\ RecordLogs
     /\ LoggedStateMatches(Event.node)
+    /\ loggedLog' = IF "state" \in DOMAIN Event
+                    THEN [loggedLog EXCEPT ![Event.node] = log'[Event.node]]
+                    ELSE loggedLog
     /\ l' = l + 1
 
 TraceSpec == TraceInit /\ [][TraceNext]_traceVars

@@ -55,7 +55,7 @@ func EncodeTrace(m *spec.Model, steps []spec.Step) ([]byte, error) {
 }
 
 // MutateTrace decodes a trace, lets edit change its events, and encodes the
-// result with the events renumbered.
+// result in the trace's own version with the events renumbered.
 func MutateTrace(data []byte, edit func(events []trace.Event) ([]trace.Event, error)) ([]byte, error) {
 	events, err := trace.Decode(bytes.NewReader(data))
 	if err != nil {
@@ -65,7 +65,7 @@ func MutateTrace(data []byte, edit func(events []trace.Event) ([]trace.Event, er
 		return nil, err
 	}
 	var b bytes.Buffer
-	w := trace.NewWriter(&b)
+	w := trace.NewWriterVersion(&b, events[0].V)
 	for _, e := range events {
 		if err := w.Write(e); err != nil {
 			return nil, err
@@ -108,6 +108,59 @@ func SkipFirst(action string) func([]trace.Event) ([]trace.Event, error) {
 			}
 		}
 		return nil, fmt.Errorf("no %s event", action)
+	}
+}
+
+// Rename gives the servers of a version 2 trace the names names (by
+// position: s1 becomes names[0]), in the config and in every field that
+// names a server.
+func Rename(names ...string) func([]trace.Event) ([]trace.Event, error) {
+	return func(events []trace.Event) ([]trace.Event, error) {
+		c := *events[0].Config
+		if events[0].V != 2 || len(names) != c.Servers {
+			return nil, fmt.Errorf("rename: a version 2 trace of %d servers", len(names))
+		}
+		to := map[string]string{"Nil": "Nil"}
+		for k, n := range c.ServerNames() {
+			to[n] = names[k]
+		}
+		c.Names = names
+		events[0].Config = &c
+		for k := 1; k < len(events); k++ {
+			e := &events[k]
+			e.Node, e.Peer = to[e.Node], to[e.Peer]
+			if e.Msg != nil {
+				m := *e.Msg
+				m.Msource, m.Mdest = to[m.Msource], to[m.Mdest]
+				e.Msg = &m
+			}
+			if e.State == nil {
+				continue
+			}
+			s := *e.State
+			s.VotedFor = to[s.VotedFor]
+			for _, set := range []**[]string{&s.VotesResponded, &s.VotesGranted} {
+				if *set != nil {
+					renamed := make([]string, 0, len(**set))
+					for _, n := range **set {
+						renamed = append(renamed, to[n])
+					}
+					sort.Strings(renamed)
+					*set = &renamed
+				}
+			}
+			for _, idx := range []*map[string]int{&s.NextIndex, &s.MatchIndex} {
+				if *idx != nil {
+					renamed := map[string]int{}
+					for n, v := range *idx {
+						renamed[to[n]] = v
+					}
+					*idx = renamed
+				}
+			}
+			e.State = &s
+		}
+		return events, nil
 	}
 }
 
@@ -363,6 +416,14 @@ func Generate() ([]TraceFile, error) {
 		}{"story-" + story + "-fixed.ndjson", "story:" + story, WithoutBugs,
 			"spec's failure story " + story + " replayed with every fix on"})
 	}
+	// Servers with names of their own (version 2's config.names).
+	const renamed = "walk-production-s3-049.ndjson"
+	named, err := MutateTrace(byName[renamed], Rename("n1", "node-7", "db.3"))
+	if err != nil {
+		return nil, fmt.Errorf("named: %w", err)
+	}
+	out = append(out, TraceFile{Name: "named-" + renamed, Data: named, Accept: true,
+		Why: renamed + " with its servers named n1, node-7 and db.3"})
 	for _, mu := range mutations {
 		src, ok := byName[mu.from]
 		if !ok {

@@ -2,9 +2,10 @@
 # tla/tlc.sh: TLC model checks and trace validation for tla/.
 #
 #   tla/tlc.sh test          quick subset for CI: the MC configs marked "ci: yes",
-#                            a few traces, every mutated trace
+#                            a few traces of either version, every mutated version 2 trace
 #   tla/tlc.sh all           every MC config (but "ci: long"), every trace of tla/traces
-#                            and spec/testdata/counterexamples (make tlc)
+#                            (version 2, impl/, and the version 1 copies in v1/) and
+#                            spec/testdata/counterexamples (make tlc)
 #   tla/tlc.sh long          the MC configs marked "ci: long" (3 servers; many minutes)
 #   tla/tlc.sh mc CFG...     model-check the given MC configs
 #   tla/tlc.sh trace FILE... validate traces; each must be accepted
@@ -137,15 +138,18 @@ test)
 	for cfg in $(configs yes); do mc "$cfg"; done
 	first() { ls "$here"/traces/"$1"*.ndjson | head -1; }
 	traces accept "$here"/traces/cex-self-counts-appended-CommittedIsDurable.ndjson \
-		"$(first walk-durable-)" "$(first walk-production-)" "$(first walk-raft-)"
-	traces reject "$here"/traces/mutated/*.ndjson
+		"$(first walk-durable-)" "$(first walk-production-)" "$(first walk-raft-)" "$(first named-)" \
+		"$(first impl/scenario-)" "$(first v1/walk-production-)"
+	traces reject "$here"/traces/mutated/*.ndjson "$(first v1/mutated/wrong-term)"
 	summary
 	;;
 all)
 	for cfg in $(configs yes no); do mc "$cfg"; done
 	# and the failure stories spec/ keeps (scripts/bugs.sh writes them)
-	traces accept "$here"/traces/*.ndjson $(ls "$here"/../spec/testdata/counterexamples/*.ndjson 2>/dev/null)
-	traces reject "$here"/traces/mutated/*.ndjson
+	traces accept "$here"/traces/*.ndjson "$here"/traces/impl/*.ndjson "$here"/traces/v1/*.ndjson \
+		"$here"/traces/v1/impl/*.ndjson $(ls "$here"/../spec/testdata/counterexamples/*.ndjson 2>/dev/null)
+	traces reject "$here"/traces/mutated/*.ndjson "$here"/traces/impl/mutated/*.ndjson \
+		"$here"/traces/v1/mutated/*.ndjson "$here"/traces/v1/impl/mutated/*.ndjson
 	summary
 	;;
 long)

@@ -4,10 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 )
 
-// Version is the format version written in every event's "v".
-const Version = 1
+// Version is the format version written in every event's "v". Version 2
+// logs, in a node's post-state, what changed in its log since its previous
+// event (LogKeep, LogAppend) instead of the whole log, and may name the
+// servers (Config.Names). MinVersion is the oldest version still read:
+// version 1 logs the whole log in every event and names servers s1..s9.
+const (
+	Version    = 2
+	MinVersion = 1
+)
 
 // Actions are the action names an event may carry: raft.tla's operators
 // (with the handlers under Receive named individually), the durable
@@ -46,7 +54,8 @@ type Event struct {
 	Branch string   `json:"branch,omitempty"`
 	// Value is ClientRequest's v.
 	Value *int `json:"value,omitempty"`
-	// Cut is the length of log[node] that Crash or Corrupt keeps.
+	// Cut is the length of log[node] that Crash or Corrupt keeps, or
+	// FlushTo's new durableLen.
 	Cut *int `json:"cut,omitempty"`
 	// State is the node's post-state.
 	State *NodeState `json:"state,omitempty"`
@@ -56,12 +65,17 @@ type Event struct {
 
 // Config is the model's constants, on line 0.
 type Config struct {
-	Profile     string `json:"profile"` // "raft" or "durable"
-	Servers     int    `json:"servers"`
-	Values      int    `json:"values"`
-	Crashes     int    `json:"crashes,omitempty"`
-	Corruptions int    `json:"corruptions,omitempty"`
-	Bugs        string `json:"bugs,omitempty"`
+	Profile string `json:"profile"` // "raft" or "durable"
+	Servers int    `json:"servers"`
+	// Names are the servers' names, one per server, in the order of their
+	// spec ids 1..Servers (version 2; absent means s1..sN, which is all
+	// version 1 has). Every node, peer, message source or destination,
+	// votedFor, vote set and index map key is one of them.
+	Names       []string `json:"names,omitempty"`
+	Values      int      `json:"values"`
+	Crashes     int      `json:"crashes,omitempty"`
+	Corruptions int      `json:"corruptions,omitempty"`
+	Bugs        string   `json:"bugs,omitempty"`
 	// Production: the production actions of spec/production.go are steps
 	// of the model (profile durable only). Absent means false.
 	Production bool `json:"production,omitempty"`
@@ -75,13 +89,28 @@ type Entry struct {
 	Value int `json:"value"`
 }
 
+// Run is a run of log entries of one term, with one value per entry, in
+// order (version 2).
+type Run struct {
+	Term   int   `json:"term"`
+	Values []int `json:"values"`
+}
+
 // NodeState is the post-state of one node. Pointers and nil maps mark
 // variables the emitter does not log.
+//
+// The log: version 1 logs it whole (Log; absent means empty). Version 2
+// logs what changed since the node's previous event that has a state (or
+// since Init): the log is its first LogKeep entries followed by
+// LogAppend. LogKeep is required in version 2; an unchanged log of n
+// entries is LogKeep n and no LogAppend.
 type NodeState struct {
 	CurrentTerm int     `json:"currentTerm"`
 	State       string  `json:"state"`    // Follower, Candidate, Leader
 	VotedFor    string  `json:"votedFor"` // "Nil" or a server
 	Log         []Entry `json:"log"`
+	LogKeep     *int    `json:"logKeep,omitempty"`
+	LogAppend   []Run   `json:"logAppend,omitempty"`
 	CommitIndex int     `json:"commitIndex"`
 
 	VotesResponded *[]string      `json:"votesResponded,omitempty"`
@@ -93,6 +122,42 @@ type NodeState struct {
 	LearnedCommit   *int   `json:"learnedCommit,omitempty"`
 	Verdict         string `json:"verdict,omitempty"` // CLEAN or TRUNCATED
 	TruncatedAtTerm *int   `json:"truncatedAtTerm,omitempty"`
+}
+
+// nodeStateWire is NodeState's JSON form when written: a version 1 state
+// (LogKeep nil) always has its log, empty or not; a version 2 state never.
+type nodeStateWire struct {
+	CurrentTerm     int            `json:"currentTerm"`
+	State           string         `json:"state"`
+	VotedFor        string         `json:"votedFor"`
+	Log             *[]Entry       `json:"log,omitempty"`
+	LogKeep         *int           `json:"logKeep,omitempty"`
+	LogAppend       []Run          `json:"logAppend,omitempty"`
+	CommitIndex     int            `json:"commitIndex"`
+	VotesResponded  *[]string      `json:"votesResponded,omitempty"`
+	VotesGranted    *[]string      `json:"votesGranted,omitempty"`
+	NextIndex       map[string]int `json:"nextIndex,omitempty"`
+	MatchIndex      map[string]int `json:"matchIndex,omitempty"`
+	DurableLen      *int           `json:"durableLen,omitempty"`
+	LearnedCommit   *int           `json:"learnedCommit,omitempty"`
+	Verdict         string         `json:"verdict,omitempty"`
+	TruncatedAtTerm *int           `json:"truncatedAtTerm,omitempty"`
+}
+
+// MarshalJSON writes the state in the shape of its version.
+func (n NodeState) MarshalJSON() ([]byte, error) {
+	w := nodeStateWire{CurrentTerm: n.CurrentTerm, State: n.State, VotedFor: n.VotedFor,
+		LogKeep: n.LogKeep, LogAppend: n.LogAppend, CommitIndex: n.CommitIndex,
+		VotesResponded: n.VotesResponded, VotesGranted: n.VotesGranted, NextIndex: n.NextIndex, MatchIndex: n.MatchIndex,
+		DurableLen: n.DurableLen, LearnedCommit: n.LearnedCommit, Verdict: n.Verdict, TruncatedAtTerm: n.TruncatedAtTerm}
+	if n.LogKeep == nil {
+		log := n.Log
+		if log == nil {
+			log = []Entry{}
+		}
+		w.Log = &log
+	}
+	return json.Marshal(w)
 }
 
 // Message is a raft.tla message without its history field mlog. Which
@@ -227,7 +292,32 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-var serverName = regexp.MustCompile(`^s[1-9]$`)
+var (
+	serverV1 = regexp.MustCompile(`^s[1-9]$`)
+	name     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,62}$`)
+)
 
-// ValidServer reports whether name is a server name: s1..s9.
-func ValidServer(name string) bool { return serverName.MatchString(name) }
+// ValidServer reports whether name is a version 1 server name: s1..s9.
+func ValidServer(name string) bool { return serverV1.MatchString(name) }
+
+// ValidName reports whether name may name a server in version 2: 1 to 63
+// letters, digits and _ . : @ -, starting with a letter or digit, and not
+// "Nil" (votedFor's no-vote).
+func ValidName(n string) bool { return n != "Nil" && name.MatchString(n) }
+
+// DefaultNames is s1..sN, the names of a config without Names.
+func DefaultNames(n int) []string {
+	out := make([]string, n)
+	for k := range out {
+		out[k] = "s" + strconv.Itoa(k+1)
+	}
+	return out
+}
+
+// ServerNames is the config's names: Names, or s1..sN.
+func (c *Config) ServerNames() []string {
+	if c.Names != nil {
+		return c.Names
+	}
+	return DefaultNames(c.Servers)
+}

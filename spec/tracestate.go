@@ -1,0 +1,115 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/durableraft/durableraft/trace"
+)
+
+// The trace checker's representation (docs/explorer.md, "State and
+// encoding"): 64-bit terms and indexes, logs as [RunLog], and no history
+// variables, which no action reads and the checker does not judge.
+
+// TraceState is the trace checker's state.
+type TraceState = StateOf[uint64, RunLog, NoVoters]
+
+type (
+	traceMessage = MessageOf[uint64, RunLog]
+	traceLabel   = LabelOf[uint64, RunLog]
+)
+
+// traceMachine is the trace checker's machine: the actions of Machine,
+// and the trace checker's state comparisons.
+type traceMachine struct {
+	Machine[uint64, RunLog, NoVoters]
+}
+
+// NoVoters is the trace checker's voterLog[i]: nothing, since it keeps no
+// history.
+type NoVoters struct{}
+
+// With is voterLog[i] @@ (j :> log), which the trace checker does not keep.
+func (NoVoters) With(ServerID, RunLog) NoVoters { return NoVoters{} }
+
+// Compare orders voter logs; there is only one.
+func (NoVoters) Compare(NoVoters) int { return 0 }
+
+// maxTraceValues bounds a trace's values: an entry's value is a byte.
+const maxTraceValues = 255
+
+// newTraceMachine builds the machine a trace's Init config describes:
+// without bounds (a trace is checked against the protocol, not the
+// explorer's search limits) and without history.
+func newTraceMachine(c *trace.Config) (*traceMachine, error) {
+	p, err := ParseProfile(c.Profile)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Servers < 1 || c.Servers > MaxServers:
+		return nil, fmt.Errorf("servers=%d: the spec has 1..%d servers", c.Servers, MaxServers)
+	case c.Values < 1 || c.Values > maxTraceValues:
+		return nil, fmt.Errorf("values=%d: want 1..%d", c.Values, maxTraceValues)
+	case c.Crashes < 0 || c.Crashes > trace.MaxIndex || c.Corruptions < 0 || c.Corruptions > trace.MaxIndex:
+		return nil, fmt.Errorf("crashes=%d corruptions=%d out of range", c.Crashes, c.Corruptions)
+	case p == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs != "" || c.Production):
+		return nil, errors.New("profile raft has no crash or corruption budgets, bug switches or production actions")
+	}
+	cfg := Config{Profile: p, Servers: c.Servers, Values: c.Values}
+	if p == ProfileDurable {
+		cfg.Crashes, cfg.Corruptions, cfg.Production = c.Crashes, c.Corruptions, c.Production
+		if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
+			return nil, err
+		}
+	}
+	return &traceMachine{Machine: newMachine[uint64, RunLog, NoVoters](cfg, false)}, nil
+}
+
+// traceKey is a cheap hash of a trace state's protocol variables, for
+// bucketing states before traceStatesEqual compares them.
+func (m *traceMachine) traceKey(s *TraceState) uint64 {
+	h := uint64(len(s.Messages))
+	mix := func(x uint64) { h = (h ^ x) * 0x100000001B3 }
+	for _, i := range m.servers {
+		mix(s.CurrentTerm[i])
+		mix(uint64(s.State[i])<<8 | uint64(s.VotedFor[i]))
+		mix(s.Log[i].summary())
+		mix(s.CommitIndex[i])
+		mix(s.DurableLen[i])
+		mix(s.LearnedCommit[i])
+		mix(uint64(s.VotesGranted[i])<<8 | uint64(s.VotesResponded[i]))
+	}
+	return h ^ s.CrashesLeft<<32 ^ s.CorruptionsLeft
+}
+
+// traceStatesEqual reports whether two trace states have equal protocol
+// variables (they have no history variables): then they have the same
+// futures, and the checker keeps one.
+func (m *traceMachine) traceStatesEqual(a, b *TraceState) bool {
+	if len(a.Messages) != len(b.Messages) || a.CrashesLeft != b.CrashesLeft || a.CorruptionsLeft != b.CorruptionsLeft {
+		return false
+	}
+	for k := range a.Messages {
+		if a.Messages[k].N != b.Messages[k].N || compareMessage(&a.Messages[k].M, &b.Messages[k].M) != 0 {
+			return false
+		}
+	}
+	for _, i := range m.servers {
+		switch {
+		case a.CurrentTerm[i] != b.CurrentTerm[i], a.State[i] != b.State[i], a.VotedFor[i] != b.VotedFor[i],
+			a.CommitIndex[i] != b.CommitIndex[i], a.VotesResponded[i] != b.VotesResponded[i],
+			a.VotesGranted[i] != b.VotesGranted[i], a.DurableLen[i] != b.DurableLen[i],
+			a.LearnedCommit[i] != b.LearnedCommit[i], a.Verdict[i] != b.Verdict[i],
+			a.TruncatedAtTerm[i] != b.TruncatedAtTerm[i],
+			!a.Log[i].Equal(b.Log[i]), !a.StaleLog[i].Equal(b.StaleLog[i]):
+			return false
+		}
+		for _, j := range m.servers {
+			if a.NextIndex[i][j] != b.NextIndex[i][j] || a.MatchIndex[i][j] != b.MatchIndex[i][j] {
+				return false
+			}
+		}
+	}
+	return true
+}
