@@ -66,6 +66,11 @@ type Config struct {
 	// Trace receives the node's steps in the trace/ format; nil (the
 	// default) turns tracing off at no cost.
 	Trace TraceSink
+	// TraceNames names the nodes in the trace (TraceName): node id ->
+	// name, a valid trace name (trace.ValidName); an id it leaves out is
+	// s<id>. Every node of a cluster, and TraceConfig, must be given the
+	// same map. Read only with Trace set.
+	TraceNames map[NodeID]string
 
 	// TestingBugs re-introduces the failures the durable rules prevent, one
 	// switch per spec -bug of the same name. Tests only.
@@ -128,10 +133,8 @@ func (c *Config) validate() error {
 		seen[id] = true
 	}
 	if c.Trace != nil {
-		for _, id := range c.Voters {
-			if id > 9 {
-				return fmt.Errorf("raft: config: tracing names servers s1..s9; id %d", id)
-			}
+		if _, err := traceNames(c.Voters, c.TraceNames); err != nil {
+			return fmt.Errorf("raft: config: %w", err)
 		}
 	}
 	return nil

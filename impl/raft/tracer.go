@@ -27,13 +27,68 @@ type TraceSink interface {
 // declares: an entry's data maps to one of them (traceValue).
 const TraceValues = 4
 
-// TraceConfig is the Init event's config for an impl trace of servers
-// nodes (ids 1..servers) with the given test switches. The crash and
-// corruption budgets are the spec's largest: the trace's own events say how
-// many it used.
-func TraceConfig(servers int, bugs Bug) *trace.Config {
-	return &trace.Config{Profile: "durable", Servers: servers, Values: TraceValues,
-		Crashes: 200, Corruptions: 200, Bugs: bugs.String(), Production: true, Source: "impl"}
+// DefaultTraceBudget is the crash and corruption budget TraceConfig
+// declares when TraceParams leaves it 0: more restarts than a run has, and
+// within TLC's 32-bit integers.
+const DefaultTraceBudget = 1 << 20
+
+// TraceParams describe an impl trace, for its Init event.
+type TraceParams struct {
+	// Voters are the cluster's members, in the order the trace lists them
+	// (the spec's servers 1..len(Voters)).
+	Voters []NodeID
+	// Names name the nodes as Config.TraceNames does: an id missing from
+	// it (or a nil map) is s<id>. Every node of the cluster must be given
+	// the same map.
+	Names map[NodeID]string
+	// Crashes and Corruptions are the spec's budgets for the run: at
+	// least its number of restarts, and of boots with a TRUNCATED verdict.
+	// 0 means DefaultTraceBudget.
+	Crashes, Corruptions int
+	// Bugs are the test switches the nodes run with (Config.TestingBugs).
+	Bugs Bug
+}
+
+// TraceConfig is the Init event's config for an impl trace: profile
+// durable with the production actions, the voters' names, the budgets.
+func TraceConfig(p TraceParams) (*trace.Config, error) {
+	names, err := traceNames(p.Voters, p.Names)
+	if err != nil {
+		return nil, err
+	}
+	if p.Crashes < 0 || p.Corruptions < 0 || p.Crashes > trace.MaxIndex || p.Corruptions > trace.MaxIndex {
+		return nil, fmt.Errorf("raft: trace budgets crashes=%d corruptions=%d out of range", p.Crashes, p.Corruptions)
+	}
+	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
+		Crashes: p.Crashes, Corruptions: p.Corruptions, Bugs: p.Bugs.String(), Production: true, Source: "impl"}
+	if c.Crashes == 0 {
+		c.Crashes = DefaultTraceBudget
+	}
+	if c.Corruptions == 0 {
+		c.Corruptions = DefaultTraceBudget
+	}
+	return c, nil
+}
+
+// traceNames is the names of voters, in order, checked: valid trace
+// names (trace.ValidName), one per voter, no two alike.
+func traceNames(voters []NodeID, names map[NodeID]string) ([]string, error) {
+	if len(voters) == 0 || len(voters) > trace.MaxServers {
+		return nil, fmt.Errorf("raft: tracing %d voters, want 1..%d", len(voters), trace.MaxServers)
+	}
+	out := make([]string, len(voters))
+	seen := map[string]NodeID{}
+	for k, id := range voters {
+		n := TraceName(names, id)
+		if id == None || !trace.ValidName(n) {
+			return nil, fmt.Errorf("raft: trace name %q of node %d is not a valid trace name", n, id)
+		}
+		if other, dup := seen[n]; dup && other != id {
+			return nil, fmt.Errorf("raft: nodes %d and %d have one trace name %q", other, id, n)
+		}
+		seen[n], out[k] = id, n
+	}
+	return out, nil
 }
 
 // traceValue maps an entry's data to a value in 1..TraceValues (FNV-1a).
@@ -46,19 +101,23 @@ func traceValue(data []byte) int {
 	return 1 + int(h%TraceValues)
 }
 
-// TraceServer is the trace's name of a node: s1..s9.
-func TraceServer(id NodeID) string {
+// TraceName is the trace's name of a node: names[id], or s<id> when names
+// has none; None is "Nil".
+func TraceName(names map[NodeID]string, id NodeID) string {
 	if id == None {
 		return "Nil"
+	}
+	if n, ok := names[id]; ok {
+		return n
 	}
 	return "s" + strconv.FormatUint(uint64(id), 10)
 }
 
-// TraceMessage maps a message to the spec's (without mlog), or nil for the
-// message types the spec does not have. Round, Seq, the hint and Transfer
-// are abstracted away.
-func TraceMessage(m *Message) *trace.Message {
-	t := &trace.Message{Mterm: int(m.Term), Msource: TraceServer(m.From), Mdest: TraceServer(m.To)}
+// TraceMessage maps a message to the spec's (without mlog), nodes named by
+// names (see TraceName), or nil for the message types the spec does not
+// have. Round, Seq, the hint and Transfer are abstracted away.
+func TraceMessage(m *Message, names map[NodeID]string) *trace.Message {
+	t := &trace.Message{Mterm: int(m.Term), Msource: TraceName(names, m.From), Mdest: TraceName(names, m.To)}
 	switch m.Type {
 	case MsgVote:
 		t.Mtype, t.MlastLogTerm, t.MlastLogIndex = "RequestVoteRequest", int(m.LastLogTerm), int(m.LastLogIndex)
@@ -81,17 +140,22 @@ func TraceMessage(m *Message) *trace.Message {
 }
 
 type tracer struct {
-	n    *Node
-	sink TraceSink
-	name string
-	log  []trace.Entry // term and value of every entry of n.log
+	n     *Node
+	sink  TraceSink
+	names map[NodeID]string
+	name  string
+	log   []trace.Entry // term and value of every entry of n.log
+	// keep is how many entries of log are as the last event logged them:
+	// its length then, lowered by every truncation since. An event logs
+	// the change (trace version 2): keep them, append the rest.
+	keep int
 }
 
 func newTracer(n *Node) (*tracer, error) {
 	if n.log.first != 1 {
 		return nil, fmt.Errorf("raft: tracing needs the whole log; storage starts at %d", n.log.first)
 	}
-	t := &tracer{n: n, sink: n.cfg.Trace, name: TraceServer(n.id)}
+	t := &tracer{n: n, sink: n.cfg.Trace, names: n.cfg.TraceNames, name: TraceName(n.cfg.TraceNames, n.id)}
 	for lo := uint64(1); lo <= n.log.last; {
 		ents, err := n.log.entries(lo, n.log.last+1, 1<<30)
 		if err != nil {
@@ -100,6 +164,7 @@ func newTracer(n *Node) (*tracer, error) {
 		t.appendLog(ents...)
 		lo += uint64(len(ents))
 	}
+	t.keep = len(t.log)
 	return t, nil
 }
 
@@ -109,7 +174,18 @@ func (t *tracer) appendLog(ents ...Entry) {
 	}
 }
 
-func (t *tracer) truncateLog(from uint64) { t.log = t.log[:from-1] }
+func (t *tracer) truncateLog(from uint64) {
+	t.log = t.log[:from-1]
+	t.keep = min(t.keep, len(t.log))
+}
+
+// logChange is the change of the log since the last event, and makes the
+// log as it is now the last logged one.
+func (t *tracer) logChange() (keep int, appended []trace.Run) {
+	keep, appended = t.keep, trace.Runs(t.log[t.keep:])
+	t.keep = len(t.log)
+	return keep, appended
+}
 
 // nodeState is the node's post-state on the compared variables. The
 // leader's nextIndex and matchIndex and the candidate's vote sets are left
@@ -124,9 +200,10 @@ func (t *tracer) nodeState() *trace.NodeState {
 		role = "Leader"
 	}
 	d, l, ta := int(n.log.durable), int(n.hs.LearnedCommit), int(n.hs.TruncatedAtTerm)
+	keep, appended := t.logChange()
 	return &trace.NodeState{
-		CurrentTerm: int(n.hs.Term), State: role, VotedFor: TraceServer(n.hs.Vote),
-		Log: append([]trace.Entry{}, t.log...), CommitIndex: int(n.log.committed),
+		CurrentTerm: int(n.hs.Term), State: role, VotedFor: TraceName(t.names, n.hs.Vote),
+		LogKeep: &keep, LogAppend: appended, CommitIndex: int(n.log.committed),
 		DurableLen: &d, LearnedCommit: &l, Verdict: n.verdictString(), TruncatedAtTerm: &ta,
 	}
 }
@@ -137,10 +214,10 @@ func (t *tracer) nodeState() *trace.NodeState {
 func (t *tracer) event(action string, peer NodeID, m *Message, branch string) {
 	e := trace.Event{Action: action, Node: t.name, Branch: branch, State: t.nodeState()}
 	if peer != None {
-		e.Peer = TraceServer(peer)
+		e.Peer = TraceName(t.names, peer)
 	}
 	if m != nil && action != "RequestVote" {
-		e.Msg = TraceMessage(m)
+		e.Msg = TraceMessage(m, t.names)
 	}
 	t.sink.Event(e)
 }
@@ -163,8 +240,12 @@ func (t *tracer) flush(whole bool) {
 
 // boot reports a restart: spec Crash, or Corrupt when recovery found the
 // log cut inside its durable prefix. The cut is the recovered log's length.
+// The event logs the whole recovered log (keep nothing): this tracer does
+// not know what the node's previous one logged last, and the recovered
+// log need not be a prefix of it (a truncation brought back by a crash).
 func (t *tracer) boot(corrupt bool) {
 	cut := len(t.log)
+	t.keep = 0
 	e := trace.Event{Action: "Crash", Node: t.name, Cut: &cut, State: t.nodeState()}
 	if corrupt {
 		e.Action = "Corrupt"

@@ -61,6 +61,9 @@ type Options struct {
 	// NodeConfig, when set, adjusts each node's configuration (per-node
 	// limits: a rolling configuration change).
 	NodeConfig func(cfg *raft.Config)
+	// TraceNames names the nodes in the trace (raft.Config.TraceNames);
+	// nil is s<id>.
+	TraceNames map[raft.NodeID]string
 }
 
 // acked is an entry a client was told is committed.
@@ -103,11 +106,15 @@ func NewCluster(o Options) (*Cluster, error) {
 	}
 	c := &Cluster{Opts: o, Blocked: map[[2]raft.NodeID]bool{}, rng: rand.New(rand.NewPCG(o.Seed, 0x5eed)),
 		acks: map[uint64]acked{}, leaders: map[uint64]raft.NodeID{}, applied: map[uint64]string{}, reads: map[string]uint64{}}
-	if o.Trace {
-		c.Events = append(c.Events, trace.Event{V: trace.Version, Action: "Init", Config: raft.TraceConfig(o.N, o.Bugs)})
-	}
 	for id := 1; id <= o.N; id++ {
 		c.Nodes = append(c.Nodes, &SimNode{ID: raft.NodeID(id), WAL: &SimWAL{Log: raft.NewMemoryStorage()}})
+	}
+	if o.Trace {
+		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs})
+		if err != nil {
+			return nil, err
+		}
+		c.Events = append(c.Events, trace.Event{V: trace.Version, Action: "Init", Config: tc})
 	}
 	for _, sn := range c.Nodes {
 		if err := c.start(sn, raft.VerdictClean); err != nil {
@@ -147,7 +154,7 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 		cfg.ElectionTick = 10
 	}
 	if o.Trace {
-		cfg.Trace = sink{c}
+		cfg.Trace, cfg.TraceNames = sink{c}, o.TraceNames
 	}
 	if o.NodeConfig != nil {
 		o.NodeConfig(&cfg)

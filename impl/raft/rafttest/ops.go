@@ -49,11 +49,12 @@ func (c *Cluster) netEvent(action string, m *raft.Message) {
 	if !c.Opts.Trace {
 		return
 	}
-	tm := raft.TraceMessage(m)
+	names := c.Opts.TraceNames
+	tm := raft.TraceMessage(m, names)
 	if tm == nil {
 		return
 	}
-	c.addEvent(trace.Event{Action: action, Node: raft.TraceServer(m.To), Peer: raft.TraceServer(m.From), Msg: tm})
+	c.addEvent(trace.Event{Action: action, Node: raft.TraceName(names, m.To), Peer: raft.TraceName(names, m.From), Msg: tm})
 }
 
 // take removes message k from the network.
@@ -179,7 +180,7 @@ func (c *Cluster) Start(id raft.NodeID) error {
 	if sn == nil || sn.Node != nil {
 		return fmt.Errorf("n%d is not down", id)
 	}
-	if c.crashes >= 200 {
+	if c.crashes >= raft.DefaultTraceBudget {
 		return errors.New("crash budget of the trace spent")
 	}
 	c.crashes++
@@ -216,7 +217,7 @@ func (c *Cluster) Corrupt(id raft.NodeID, cut uint64) error {
 	if truncated*2 > len(c.Nodes) {
 		return errors.New("a quorum would be TRUNCATED (or have lost its hard state)")
 	}
-	if c.corrupts >= 200 {
+	if c.corrupts >= raft.DefaultTraceBudget {
 		return errors.New("corruption budget of the trace spent")
 	}
 	c.corrupts++
