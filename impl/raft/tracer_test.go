@@ -142,5 +142,3 @@ func value(data []byte) int {
 	}
 	return 1 + int(h%raft.TraceValues)
 }
-
-
