@@ -231,13 +231,13 @@ func CheckTrace(events []trace.Event) error {
 // CheckTraceReader decodes and checks a trace as it reads it, and returns
 // the number of events read.
 func CheckTraceReader(r io.Reader) (int, error) {
-	return CheckTraceReaderOptions(r, trace.ReadOptions{})
+	return CheckTraceEvents(trace.NewReader(r, trace.ReadOptions{}))
 }
 
-// CheckTraceReaderOptions is CheckTraceReader with the reader's options
-// (for example, to drop a torn last line).
-func CheckTraceReaderOptions(r io.Reader, opt trace.ReadOptions) (int, error) {
-	rd := trace.NewReader(r, opt)
+// CheckTraceEvents checks the trace rd reads (with the reader's options,
+// for example to drop a torn last line), as it reads it, and returns the
+// number of events read.
+func CheckTraceEvents(rd *trace.Reader) (int, error) {
 	init, err := rd.Next()
 	if err != nil {
 		return 0, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/durableraft/durableraft/spec"
+	"github.com/durableraft/durableraft/trace"
 )
 
 func usage(w io.Writer) {
@@ -297,6 +298,7 @@ func reportReached(m *spec.Model, reached []spec.Reachability, witnessDir string
 func checkTrace(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check-trace", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	tornTail := fs.Bool("torn-tail", false, "drop a torn last line (a writer killed inside it) instead of rejecting the trace")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -309,14 +311,19 @@ func checkTrace(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		n, err := spec.CheckTraceReader(f)
+		rd := trace.NewReader(f, trace.ReadOptions{TornTail: *tornTail})
+		n, err := spec.CheckTraceEvents(rd)
 		f.Close()
 		if err != nil {
 			failed++
 			fmt.Fprintf(stdout, "%s: REJECTED: %v\n", path, err)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: ok (%d events)\n", path, n)
+		torn := ""
+		if rd.Torn() {
+			torn = "; a torn last line dropped"
+		}
+		fmt.Fprintf(stdout, "%s: ok (%d events%s)\n", path, n, torn)
 	}
 	if failed > 0 {
 		return exitError(1)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,6 +109,28 @@ func TestCheckTraceRejectsMutated(t *testing.T) {
 	out, _, code := run(t, checkTraceCmd, path)
 	if code != 1 || !strings.Contains(out, "wrong-term.ndjson: REJECTED") {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// check-trace says a trace whose last line is torn (its writer killed) is
+// torn, and with -torn-tail checks the events before it.
+func TestCheckTraceTornTail(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "tla", "traces", "walk-production-s3-049.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "torn.ndjson")
+	if err := os.WriteFile(path, data[:len(data)-40], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := run(t, checkTraceCmd, path)
+	if code != 1 || !strings.Contains(out, "REJECTED") || !strings.Contains(out, "torn last line") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	lines := bytes.Count(data, []byte("\n"))
+	out, _, code = run(t, checkTraceCmd, "-torn-tail", path)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("ok (%d events; a torn last line dropped)", lines-1)) {
+		t.Fatalf("-torn-tail: exit %d: %s", code, out)
 	}
 }
 
