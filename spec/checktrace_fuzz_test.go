@@ -37,7 +37,7 @@ func FuzzCheckTrace(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	f.Add(longTrace(f, 300))
+	f.Add(longTrace(f, 300, 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<15 {
 			return

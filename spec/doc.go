@@ -6,15 +6,25 @@
 // # Reading it beside raft.tla
 //
 // Every TLA+ action is a Go function with the same name that yields the
-// successor states of a given state: [Model.Restart], [Model.Timeout],
-// [Model.RequestVote], [Model.BecomeLeader], [Model.ClientRequest],
-// [Model.AdvanceCommitIndex], [Model.AppendEntries], [Model.Receive] with
-// [Model.UpdateTerm], [Model.HandleRequestVoteRequest],
-// [Model.HandleRequestVoteResponse], [Model.HandleAppendEntriesRequest],
-// [Model.HandleAppendEntriesResponse], [Model.DropStaleResponse], and the
-// network's [Model.DuplicateMessage] and [Model.DropMessage]. Each cites the
-// TLA+ it transliterates. [State] holds every raft.tla variable, history
-// variables included, under the same names.
+// successor states of a given state: [Machine.Restart], [Machine.Timeout],
+// [Machine.RequestVote], [Machine.BecomeLeader], [Machine.ClientRequest],
+// [Machine.AdvanceCommitIndex], [Machine.AppendEntries], [Machine.Receive]
+// with [Machine.UpdateTerm], [Machine.HandleRequestVoteRequest],
+// [Machine.HandleRequestVoteResponse], [Machine.HandleAppendEntriesRequest],
+// [Machine.HandleAppendEntriesResponse], [Machine.DropStaleResponse], and the
+// network's [Machine.DuplicateMessage] and [Machine.DropMessage]. Each cites
+// the TLA+ it transliterates. [StateOf] holds every raft.tla variable,
+// history variables included, under the same names.
+//
+// # One set of actions, two representations
+//
+// The actions are written once, generic over the representation of terms
+// and indexes, logs and voter logs ([Machine], [StateOf]): the explorer's
+// [Model] and [State] use 8-bit numbers and string logs, small and
+// canonically encoded; the trace checker ([TraceChecker], [TraceState])
+// uses 64-bit numbers, [RunLog] logs that share their history, and keeps no
+// history variables. docs/explorer.md ("State and encoding") has the split
+// and its rules.
 //
 // # The durable profile
 //
@@ -33,5 +43,6 @@
 // semantics: a successor outside the bounds is generated and checked against
 // the invariants but neither counted as distinct nor expanded. [Simulate]
 // takes seeded random walks. Counterexamples are written in the trace/
-// format and [CheckTrace] replays a trace against the model.
+// format and [CheckTrace] (or [TraceChecker], event by event) replays a
+// trace, of any length, against the model.
 package spec

@@ -43,34 +43,15 @@ func (e *encoder) message(m *Message) {
 	e.id(m.Mdest)
 }
 
-// Encode appends the canonical encoding of s to b.
+// Encode appends the canonical encoding of s to b. (The trace checker,
+// which keeps no history variables, compares its states field by field
+// instead: tracestate.go.)
 func (m *Model) Encode(b []byte, s *State) []byte {
-	return m.encode(b, s, true)
-}
-
-// EncodeProtocol appends an encoding of the protocol variables of s only:
-// the history variables (elections, allLogs, voterLog, committed, and every
-// message's mlog) are left out. No action's enabling condition or effect
-// on the protocol variables reads a history variable, so two states with
-// equal protocol encodings have the same futures, up to history. The trace
-// checker merges such states.
-func (m *Model) EncodeProtocol(b []byte, s *State) []byte {
-	return m.encode(b, s, false)
-}
-
-func (m *Model) encode(b []byte, s *State, history bool) []byte {
 	e := encoder{b: b}
 	e.uvar(len(s.Messages))
 	for k := range s.Messages {
-		msg := s.Messages[k].M
-		if !history {
-			msg.Mlog = ""
-		}
-		e.message(&msg)
+		e.message(&s.Messages[k].M)
 		e.u8(s.Messages[k].N)
-	}
-	if !history {
-		return m.encodeProtocolVars(e, s, history)
 	}
 	e.uvar(len(s.Elections))
 	for k := range s.Elections {
@@ -85,10 +66,10 @@ func (m *Model) encode(b []byte, s *State, history bool) []byte {
 	for _, l := range s.AllLogs {
 		e.log(l)
 	}
-	return m.encodeProtocolVars(e, s, history)
+	return m.encodeVars(e, s)
 }
 
-func (m *Model) encodeProtocolVars(e encoder, s *State, history bool) []byte {
+func (m *Model) encodeVars(e encoder, s *State) []byte {
 	for _, i := range m.servers {
 		e.u8(s.CurrentTerm[i])
 		e.u8(uint8(s.State[i]))
@@ -97,9 +78,7 @@ func (m *Model) encodeProtocolVars(e encoder, s *State, history bool) []byte {
 		e.u8(s.CommitIndex[i])
 		e.set(uint8(s.VotesResponded[i]))
 		e.set(uint8(s.VotesGranted[i]))
-		if history {
-			e.log(Log(s.VoterLog[i]))
-		}
+		e.log(Log(s.VoterLog[i]))
 		for _, j := range m.servers {
 			e.u8(s.NextIndex[i][j])
 			e.u8(s.MatchIndex[i][j])
@@ -115,13 +94,11 @@ func (m *Model) encodeProtocolVars(e encoder, s *State, history bool) []byte {
 				e.log(s.StaleLog[i])
 			}
 		}
-		if history {
-			e.uvar(len(s.Committed))
-			for _, c := range s.Committed {
-				e.u8(c.Index)
-				e.u8(c.Term)
-				e.u8(c.CommitTerm)
-			}
+		e.uvar(len(s.Committed))
+		for _, c := range s.Committed {
+			e.u8(c.Index)
+			e.u8(c.Term)
+			e.u8(c.CommitTerm)
 		}
 		e.u8(s.CrashesLeft)
 		e.u8(s.CorruptionsLeft)
