@@ -58,7 +58,10 @@ func Apply(prev []Entry, s *NodeState) ([]Entry, error) {
 
 // ToVersion1 rewrites a version 2 trace in version 1's form (whole logs,
 // servers s1..sN), for readers of version 1 only. A version 1 trace is
-// returned as it is. Names other than s1..sN are renamed by position.
+// returned as it is. Names other than s1..sN are renamed by position. It
+// fails when the trace does not fit version 1's limits (at most 9 servers,
+// numbers up to 2^16, logs of up to 4,096 entries): what it returns is a
+// valid version 1 trace.
 func ToVersion1(events []Event) ([]Event, error) {
 	if len(events) == 0 || events[0].V == 1 {
 		return events, nil
@@ -103,6 +106,13 @@ func ToVersion1(events []Event) ([]Event, error) {
 			e.State = &s
 		}
 		out[k] = e
+	}
+	rd := &Reader{}
+	for k := range out {
+		if err := rd.validate(&out[k]); err != nil {
+			return nil, fmt.Errorf("trace: event %d does not fit version 1: %w", k, err)
+		}
+		rd.seq++
 	}
 	return out, nil
 }
