@@ -136,10 +136,8 @@ func (c *TraceChecker) step(e *trace.Event) error {
 			return mismatch(err.Error())
 		}
 	}
+	next := stateSet{m: c.m}
 	var (
-		next       []*TraceState
-		keys       []uint64
-		buckets    map[uint64][]*TraceState
 		candidates [][]FieldDiff
 		rejected   int
 		inBag      bool
@@ -151,29 +149,7 @@ func (c *TraceChecker) step(e *trace.Event) error {
 			}
 			return
 		}
-		n := &succ
-		key := c.m.traceKey(n)
-		if buckets == nil && len(next) >= 16 {
-			buckets = map[uint64][]*TraceState{}
-			for k, s := range next {
-				buckets[keys[k]] = append(buckets[keys[k]], s)
-			}
-		}
-		if buckets != nil {
-			for _, s := range buckets[key] {
-				if c.m.traceStatesEqual(s, n) {
-					return
-				}
-			}
-			buckets[key] = append(buckets[key], n)
-		} else {
-			for k, s := range next {
-				if keys[k] == key && c.m.traceStatesEqual(s, n) {
-					return
-				}
-			}
-		}
-		next, keys = append(next, n), append(keys, key)
+		next.add(&succ)
 	}
 	for _, s := range c.frontier {
 		if msg == nil {
@@ -188,7 +164,7 @@ func (c *TraceChecker) step(e *trace.Event) error {
 			c.m.Step(s, l, accept)
 		}
 	}
-	if len(next) == 0 {
+	if len(next.states) == 0 {
 		reason := "the action is not enabled in any spec state the trace can be in"
 		if msg != nil && !inBag {
 			reason = "no such message is in the bag"
@@ -198,16 +174,50 @@ func (c *TraceChecker) step(e *trace.Event) error {
 		}
 		return &TraceMismatch{Seq: e.Seq, Event: *e, Reason: reason, Candidates: candidates, Rejected: rejected}
 	}
-	if len(next) > maxFrontier {
-		return fmt.Errorf("spec: trace event %d is consistent with %d spec states; too ambiguous to check", e.Seq, len(next))
+	if len(next.states) > maxFrontier {
+		return fmt.Errorf("spec: trace event %d is consistent with %d spec states; too ambiguous to check", e.Seq, len(next.states))
 	}
-	c.frontier = next
+	c.frontier = next.states
 	if want != nil {
 		// Equal to want.log; the spec's own value shares its buffer, so
 		// the next comparison is O(1).
-		c.logged[l.I] = next[0].Log[l.I]
+		c.logged[l.I] = c.frontier[0].Log[l.I]
 	}
 	return nil
+}
+
+// stateSet collects the successors of one event, one per protocol state:
+// a state equal to one already there has the same futures.
+type stateSet struct {
+	m       *traceMachine
+	states  []*TraceState
+	keys    []uint64
+	buckets map[uint64][]*TraceState // from 16 states on
+}
+
+func (set *stateSet) add(n *TraceState) {
+	key := set.m.traceKey(n)
+	if set.buckets == nil && len(set.states) >= 16 {
+		set.buckets = map[uint64][]*TraceState{}
+		for k, s := range set.states {
+			set.buckets[set.keys[k]] = append(set.buckets[set.keys[k]], s)
+		}
+	}
+	if set.buckets != nil {
+		for _, s := range set.buckets[key] {
+			if set.m.traceStatesEqual(s, n) {
+				return
+			}
+		}
+		set.buckets[key] = append(set.buckets[key], n)
+	} else {
+		for k, s := range set.states {
+			if set.keys[k] == key && set.m.traceStatesEqual(s, n) {
+				return
+			}
+		}
+	}
+	set.states, set.keys = append(set.states, n), append(set.keys, key)
 }
 
 // CheckTrace replays a whole trace (see [TraceChecker]). It returns a
