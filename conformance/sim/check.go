@@ -1,0 +1,273 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/wal"
+)
+
+// The checks run on every step of a simulated run:
+//
+//	ElectionSafety       at most one leader per term, ever
+//	StateMachineSafety   every replica applies the same entry at each index
+//	AckedDurable         an acknowledged entry is durable (as its WAL reports)
+//	                     on a majority when it is acknowledged, counting
+//	                     TRUNCATED members as holders (as the spec does)
+//	RecoveryKeepsDurable a restart that is not TRUNCATED recovers everything
+//	                     the WAL had reported durable
+//	NoAckedLoss          every leader of a later term holds every entry
+//	                     acknowledged before its term
+//	ReadIndex            a read returns an index at or above every write
+//	                     acknowledged before it was asked
+//	ResultIntegrity      an acknowledged write's result is its own data
+//	ByteIdentical        replicas that agree on a committed index hold the
+//	                     same record bytes up to it (equal chain values)
+//	Liveness             after the faults heal, a leader commits a final
+//	                     entry and every client operation is answered
+type checker struct {
+	s       *Sim
+	acks    map[uint64]ackedEntry
+	leaders map[uint64]raft.NodeID
+	applied map[uint64]string
+	// pending client operations per node (a crash makes their outcome
+	// unknown).
+	pending      map[raft.NodeID]int
+	finalPending raft.NodeID
+	finalAcked   bool
+	ackMax       uint64
+}
+
+type ackedEntry struct {
+	term       uint64
+	data       string
+	commitTerm uint64 // the term of the first leader that applied it
+}
+
+func (c *checker) init(s *Sim) {
+	c.s = s
+	c.acks, c.leaders, c.applied = map[uint64]ackedEntry{}, map[uint64]raft.NodeID{}, map[uint64]string{}
+	c.pending = map[raft.NodeID]int{}
+}
+
+func (c *checker) violation(format string, args ...any) { c.s.violation(format, args...) }
+
+func (c *checker) maxAcked() uint64 { return c.ackMax }
+
+func (c *checker) pendingOps() int {
+	k := 0
+	for _, v := range c.pending {
+		k += v
+	}
+	return k
+}
+
+// observe runs after a node took a step: ElectionSafety, and NoAckedLoss
+// for a leader seen for the first time in its term.
+func (c *checker) observe(n *Node) {
+	role, term, _ := n.r.Leadership()
+	if role != raft.RoleLeader {
+		return
+	}
+	if l, ok := c.leaders[term]; ok {
+		if l != n.ID {
+			c.violation("ElectionSafety: term %d elected n%d and n%d", term, l, n.ID)
+		}
+		return
+	}
+	c.leaders[term] = n.ID
+	c.s.Counts.Elections++
+	for _, i := range c.sortedAcks() {
+		a := c.acks[i]
+		if a.commitTerm >= term {
+			continue
+		}
+		if t, err := n.w.Term(i); err != nil || t != a.term {
+			c.violation("NoAckedLoss: leader n%d of term %d lacks acknowledged entry %d/%d", n.ID, term, a.term, i)
+		}
+	}
+}
+
+func (c *checker) sortedAcks() []uint64 {
+	idx := make([]uint64, 0, len(c.acks))
+	for i := range c.acks {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	return idx
+}
+
+// afterStep runs the cheap global checks after every simulated event.
+func (c *checker) afterStep() {}
+
+// apply records an entry a node applied: StateMachineSafety.
+func (c *checker) apply(n *Node, e raft.Entry) {
+	key := fmt.Sprintf("%d/%s", e.Term, e.Data)
+	if prev, ok := c.applied[e.Index]; ok && prev != key {
+		c.violation("StateMachineSafety: index %d applied as %s and as %s (n%d)", e.Index, prev, key, n.ID)
+	}
+	c.applied[e.Index] = key
+	if a, ok := c.acks[e.Index]; ok && n.r != nil {
+		// n learned the commit from a leader of a term no newer than its own.
+		_, term, _ := n.r.Leadership()
+		a.commitTerm = min(a.commitTerm, term)
+		c.acks[e.Index] = a
+	}
+}
+
+// proposalDone is the client's side of a write: an acknowledgment must
+// carry its own data and be durable on a majority.
+func (c *checker) proposalDone(n *Node, data string) func(replica.Result) {
+	c.pending[n.ID]++
+	ep := n.epoch
+	return func(res replica.Result) {
+		if n.epoch == ep {
+			c.pending[n.ID]--
+		}
+		final := data == finalData
+		if res.Err != nil {
+			if final {
+				c.finalPending = 0
+			}
+			return
+		}
+		if !bytes.Equal(res.Value, []byte(data)) {
+			c.violation("ResultIntegrity: write %q acknowledged at %d/%d with result %q", data, res.Term, res.Index, res.Value)
+		}
+		c.s.Counts.Acked++
+		// Committed by a leader of a term no newer than n's own.
+		_, commitTerm, _ := n.r.Leadership()
+		a := ackedEntry{term: res.Term, data: data, commitTerm: commitTerm}
+		c.acks[res.Index] = a
+		c.ackMax = max(c.ackMax, res.Index)
+		c.checkAckedDurable(res.Index)
+		for _, l := range c.s.Nodes {
+			if l.r == nil {
+				continue
+			}
+			if role, term, _ := l.r.Leadership(); role != raft.RoleLeader || term <= commitTerm {
+				continue
+			}
+			if t, err := l.w.Term(res.Index); err != nil || t != a.term {
+				c.violation("NoAckedLoss: leader n%d lacks entry %d/%d acknowledged now", l.ID, a.term, res.Index)
+			}
+		}
+		if final {
+			c.finalAcked = true
+		}
+	}
+}
+
+// crashed makes a crashed node's pending operations' outcomes unknown.
+func (c *checker) crashed(n *Node) {
+	c.pending[n.ID] = 0
+	if c.finalPending == n.ID {
+		c.finalPending = 0
+	}
+}
+
+// checkAckedDurable: AckedDurable for the entry at index.
+func (c *checker) checkAckedDurable(index uint64) {
+	a := c.acks[index]
+	holders := 0
+	for _, n := range c.s.Nodes {
+		if n.holdsDurable(index, a.term) {
+			holders++
+		}
+	}
+	if holders*2 <= len(c.s.Nodes) {
+		c.violation("AckedDurable: acknowledged entry %d/%d is durable on %d of %d members", a.term, index, holders, len(c.s.Nodes))
+	}
+}
+
+// holdsDurable: the node's WAL reports the entry durable, or the node is
+// TRUNCATED (a corruption may have taken its copy; the spec counts it).
+func (n *Node) holdsDurable(index, term uint64) bool {
+	if n.r == nil {
+		st := n.stopped
+		return st.truncated || (st.durable >= index && index >= 1 && index <= uint64(len(st.terms)) && st.terms[index-1] == term)
+	}
+	if n.r.Status().HardState.TruncatedAtTerm != 0 || n.flipPending {
+		return true
+	}
+	p := n.w.Progress()
+	t, err := n.w.Term(index)
+	return p.DurableIndex >= index && err == nil && t == term
+}
+
+// readDone is the client's side of a read.
+func (c *checker) readDone(n *Node, ackedBefore uint64) func(replica.ReadResult) {
+	c.pending[n.ID]++
+	ep := n.epoch
+	return func(res replica.ReadResult) {
+		if n.epoch == ep {
+			c.pending[n.ID]--
+		}
+		if res.Err != nil {
+			return
+		}
+		c.s.Counts.ReadsServed++
+		if res.Index < ackedBefore || res.Applied < res.Index {
+			c.violation("ReadIndex: read on n%d answered at index %d (applied %d), below the write acknowledged at %d before it was asked",
+				n.ID, res.Index, res.Applied, ackedBefore)
+		}
+	}
+}
+
+// recovered: RecoveryKeepsDurable, at a boot that is not TRUNCATED.
+func (n *Node) checkRecovered(w *wal.WAL, rec *wal.Recovery) {
+	st := n.stopped
+	if n.boots == 1 || rec.Verdict == wal.Truncated || st.durable == 0 {
+		return
+	}
+	for i := max(w.FirstIndex(), 1); i <= st.durable; i++ {
+		t, err := w.Term(i)
+		if err != nil || t != st.terms[i-1] {
+			n.s.violation("RecoveryKeepsDurable: n%d recovered %s (%s) but lost durable entry %d/%d: %s",
+				n.ID, rec.Verdict, rec.Case, st.terms[i-1], i, rec.Reason)
+			return
+		}
+	}
+}
+
+// atEnd runs the end-of-run checks: ByteIdentical between every pair of
+// live replicas, and every acknowledged entry durable on a majority.
+func (c *checker) atEnd() {
+	for _, i := range c.sortedAcks() {
+		c.checkAckedDurable(i)
+	}
+	for _, a := range c.s.Nodes {
+		for _, b := range c.s.Nodes {
+			if a.ID < b.ID && a.r != nil && b.r != nil {
+				checkIdentical(c, a, b)
+			}
+		}
+	}
+}
+
+func checkIdentical(c *checker, a, b *Node) {
+	ca, cb := a.r.Status().Commit, b.r.Status().Commit
+	i := min(ca, cb)
+	if i == 0 || i < a.w.FirstIndex() || i < b.w.FirstIndex() {
+		return
+	}
+	sa, errA := a.w.Checksum(i)
+	sb, errB := b.w.Checksum(i)
+	if errA != nil || errB != nil || sa != sb {
+		c.violation("ByteIdentical: n%d and n%d disagree at committed index %d: chain %08x (%v) vs %08x (%v)", a.ID, b.ID, i, sa, errA, sb, errB)
+	}
+}
+
+// recorder is the state machine of a simulated node: it applies an entry
+// by recording it, and returns its data as the result.
+type recorder struct {
+	n *Node
+}
+
+func (r *recorder) Apply(e raft.Entry) []byte {
+	r.n.s.check.apply(r.n, e)
+	return e.Data
+}

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/trace"
+)
+
+// network is the simulated network: every message gets a delay (reordering
+// follows), and may be dropped, duplicated, or cut by a partition.
+type network struct {
+	s       *Sim
+	blocked map[[2]raft.NodeID]bool // [from, to]: the link drops everything
+}
+
+func (nw *network) init(s *Sim) {
+	nw.s = s
+	nw.blocked = map[[2]raft.NodeID]bool{}
+}
+
+// send puts a message on the wire.
+func (nw *network) send(m replica.Message) {
+	s := nw.s
+	f := s.opts.Faults
+	if f.Drops && !s.healing && s.chance(0.02) {
+		nw.drop(&m)
+		return
+	}
+	d := s.randDur(50*time.Microsecond, time.Millisecond)
+	if f.Delays && !s.healing && s.chance(0.05) {
+		d = s.randDur(time.Millisecond, 50*time.Millisecond)
+	}
+	if f.Dups && !s.healing && s.chance(0.01) {
+		s.Counts.Duplicated++
+		nw.event("DuplicateMessage", &m.Message)
+		d2 := s.randDur(50*time.Microsecond, 20*time.Millisecond)
+		s.at(d2, func() { nw.deliver(m) })
+	}
+	s.at(d, func() { nw.deliver(m) })
+}
+
+// deliver hands a message to its recipient, or loses it (recipient down,
+// link cut).
+func (nw *network) deliver(m replica.Message) {
+	dst := nw.s.Node(m.To)
+	if dst.r == nil || nw.blocked[[2]raft.NodeID{m.From, m.To}] {
+		nw.drop(&m)
+		return
+	}
+	nw.s.Counts.Delivered++
+	dst.handle(replica.Event{Kind: replica.EventMessage, Msg: m})
+}
+
+func (nw *network) drop(m *replica.Message) {
+	nw.s.Counts.Dropped++
+	nw.event("DropMessage", &m.Message)
+}
+
+// event writes a network step on a spec message to the trace.
+func (nw *network) event(action string, m *raft.Message) {
+	if !nw.s.opts.Trace {
+		return
+	}
+	tm := raft.TraceMessage(m)
+	if tm == nil {
+		return
+	}
+	nw.s.addEvent(trace.Event{Action: action, Node: raft.TraceServer(m.To), Peer: raft.TraceServer(m.From), Msg: tm})
+}
+
+// isolate cuts every link of id, both ways.
+func (nw *network) isolate(id raft.NodeID) {
+	for _, n := range nw.s.Nodes {
+		if n.ID != id {
+			nw.blocked[[2]raft.NodeID{id, n.ID}] = true
+			nw.blocked[[2]raft.NodeID{n.ID, id}] = true
+		}
+	}
+}
+
+// cut blocks one direction of one link.
+func (nw *network) cut(from, to raft.NodeID) { nw.blocked[[2]raft.NodeID{from, to}] = true }
+
+func (nw *network) heal() { clear(nw.blocked) }

@@ -1,0 +1,365 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/wal"
+	"github.com/durableraft/durableraft/impl/wal/vfs"
+	"github.com/durableraft/durableraft/trace"
+)
+
+// dataDir is where each node's WAL lives on its own disk.
+const dataDir = "/data"
+
+// Node is one member: its disk (which survives crashes), and while it is
+// up, its WAL and replica (the process).
+type Node struct {
+	s    *Sim
+	ID   raft.NodeID
+	disk *vfs.MemFS
+	w    *wal.WAL
+	r    *replica.Replica
+	sm   *recorder
+	// epoch counts lives: events scheduled in an earlier life are void.
+	epoch uint64
+	boots int
+	// rate is the node's clock rate (skew): a tick takes Tick/rate.
+	rate float64
+	// stepAt is set while a WAL step is scheduled.
+	stepPending bool
+	// notifyAt orders progress notifications (a late one delays those
+	// after it: a notification channel is FIFO).
+	notifyAt time.Duration
+	// durablePrev, durableCur: the last two durable indexes the WAL
+	// published (a flip may only hit records at or below durablePrev:
+	// never the last synced batch, hole 2 of the holes issue).
+	durablePrev, durableCur uint64
+	// down: what the node had durable when it went down (for the checks).
+	stopped stopState
+	// flipPending: a bit was flipped at rest; the next boot must say
+	// TRUNCATED (or the damage is beyond the record's reach).
+	flipPending bool
+	diskFull    bool
+}
+
+// stopState is what a down node's disk is known to hold: the durable
+// index the WAL last published and the terms up to it.
+type stopState struct {
+	durable uint64
+	terms   []uint64 // terms[i-1] is the term at index i
+	truncated bool
+}
+
+func newNode(s *Sim, id raft.NodeID) *Node {
+	seed := s.opts.Seed ^ uint64(id)<<40
+	return &Node{s: s, ID: id, disk: vfs.NewMemFS(vfs.MemConfig{Seed: seed}),
+		rate: 1 + s.opts.Skew*(2*s.rng.Float64()-1)}
+}
+
+// simClock is the virtual clock as the WAL sees it.
+type simClock struct{ s *Sim }
+
+var epoch0 = time.Unix(1_700_000_000, 0)
+
+func (c simClock) Now() time.Time { return epoch0.Add(c.s.now) }
+
+// traceSink appends a node's core events to the run's trace.
+type traceSink struct{ s *Sim }
+
+func (t traceSink) Event(e trace.Event) { t.s.addEvent(e) }
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// walOptions are small segments and blocks, so that rotation, seals and
+// reuse happen often.
+func (n *Node) walOptions() wal.Options {
+	return wal.Options{Stepped: true, Clock: simClock{n.s}, SegmentBytes: 64 << 10, BlockBytes: 512,
+		EntryBytesMax: 4 << 10, TailCacheBytes: 16 << 10, SealDelay: 50 * time.Millisecond, Logger: discard}
+}
+
+// boot opens the WAL and starts a replica on it.
+func (n *Node) boot() error {
+	n.epoch++
+	n.boots++
+	w, rec, err := wal.Open(n.disk, dataDir, n.walOptions())
+	if err != nil {
+		if errors.Is(err, vfs.ErrCrashed) {
+			n.s.Counts.IOCrashes++
+			n.crashed("crash during recovery")
+			return nil
+		}
+		return fmt.Errorf("sim: n%d: wal.Open: %w", n.ID, err)
+	}
+	if rec.Verdict == wal.Truncated {
+		n.s.Counts.VerdictTruncated++
+	}
+	n.checkRecovered(w, rec)
+	o := n.s.opts
+	cfg := raft.Config{ID: n.ID, Voters: n.s.voters(), ElectionTick: 10, HeartbeatTick: 1,
+		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(n.ID)<<32, uint64(n.boots))),
+		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax,
+		TestingBugs: o.CoreBugs}
+	if o.Trace {
+		cfg.Trace = traceSink{n.s}
+	}
+	n.w = w
+	n.sm = &recorder{n: n}
+	r, err := replica.New(replica.Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n,
+		Logger: discard, TestingBugs: o.RuntimeBugs})
+	if err != nil {
+		return fmt.Errorf("sim: n%d: %w", n.ID, err)
+	}
+	n.r = r
+	p := w.Progress()
+	n.durablePrev, n.durableCur = p.DurableIndex, p.DurableIndex
+	n.flipPending = false
+	n.s.logf("n%d booted (%s, %s): %s", n.ID, rec.Verdict, rec.Case, n.describe())
+	n.afterHandle()
+	return nil
+}
+
+func (s *Sim) voters() []raft.NodeID {
+	ids := make([]raft.NodeID, len(s.Nodes))
+	for k := range ids {
+		ids[k] = raft.NodeID(k + 1)
+	}
+	if len(ids) == 0 {
+		for k := 1; k <= s.opts.N; k++ {
+			ids = append(ids, raft.NodeID(k))
+		}
+	}
+	return ids
+}
+
+// Send implements replica.Transport: the network takes every message.
+func (n *Node) Send(msgs []replica.Message) {
+	for _, m := range msgs {
+		n.s.net.send(m)
+	}
+}
+
+// handle gives the replica an input and schedules the disk work it caused.
+func (n *Node) handle(ev replica.Event) {
+	if n.r == nil {
+		return
+	}
+	n.r.Handle(ev)
+	n.afterHandle()
+}
+
+// afterHandle runs the checks that follow a step of this node and
+// schedules its next WAL step.
+func (n *Node) afterHandle() {
+	if n.r == nil {
+		return
+	}
+	n.s.check.observe(n)
+	n.scheduleDisk()
+}
+
+// scheduleDisk schedules the WAL's next step at a virtual latency for its
+// kind (a slow fdatasync now and then), or a wake-up at the WAL's next
+// deadline (SyncDelay, SealDelay).
+func (n *Node) scheduleDisk() {
+	if n.w == nil || n.stepPending {
+		return
+	}
+	kind := n.w.NextStep()
+	ep := n.epoch
+	if kind == wal.StepNone {
+		if t, ok := n.w.NextDeadline(); ok {
+			d := t.Sub(simClock{n.s}.Now())
+			n.stepPending = true
+			n.s.at(max(d, 0), func() {
+				if n.epoch == ep {
+					n.stepPending = false
+					n.scheduleDisk()
+				}
+			})
+		}
+		return
+	}
+	n.stepPending = true
+	n.s.at(n.latency(kind), func() {
+		if n.epoch != ep {
+			return
+		}
+		n.stepPending = false
+		n.walStep()
+	})
+}
+
+// latency is how long a WAL step takes.
+func (n *Node) latency(kind wal.StepKind) time.Duration {
+	s := n.s
+	if kind != wal.StepSync {
+		return s.randDur(5*time.Microsecond, 50*time.Microsecond)
+	}
+	if s.opts.Faults.SlowSyncs && s.chance(0.01) {
+		s.Counts.SlowSyncs++
+		return s.randDur(50*time.Millisecond, 3*10*s.opts.Tick*2)
+	}
+	return s.randDur(100*time.Microsecond, 2*time.Millisecond)
+}
+
+// walStep runs one WAL step and reports the progress to the replica.
+func (n *Node) walStep() {
+	err := n.w.Step()
+	if errors.Is(err, vfs.ErrCrashed) {
+		n.s.Counts.IOCrashes++
+		n.crashed("crash at an I/O point")
+		return
+	}
+	p := n.w.Progress()
+	if p.DurableIndex != n.durableCur {
+		n.durablePrev, n.durableCur = n.durableCur, p.DurableIndex
+	}
+	n.notify(p)
+	n.scheduleDisk()
+}
+
+// notify delivers a progress report: at once, or late (LateNotify), but
+// never before an earlier one.
+func (n *Node) notify(p wal.Progress) {
+	s := n.s
+	at := s.now
+	if s.opts.Faults.LateNotify && s.chance(0.05) {
+		s.Counts.LateNotifies++
+		at += s.randDur(0, 3*time.Millisecond)
+	}
+	at = max(at, n.notifyAt)
+	n.notifyAt = at
+	ep := n.epoch
+	if at == s.now {
+		n.handle(replica.Event{Kind: replica.EventWAL, Progress: p})
+		return
+	}
+	s.at(at-s.now, func() {
+		if n.epoch == ep {
+			n.handle(replica.Event{Kind: replica.EventWAL, Progress: p})
+		}
+	})
+}
+
+// scheduleTick keeps the node's clock running (ticks while it is down are
+// lost, as a stopped process's are).
+func (n *Node) scheduleTick() {
+	d := time.Duration(float64(n.s.opts.Tick) / n.rate)
+	n.s.at(d, func() {
+		n.handle(replica.Event{Kind: replica.EventTick})
+		n.scheduleTick()
+	})
+}
+
+// crash is a power loss: the disk loses what a crash may lose, the process
+// is gone. It restarts after a while.
+func (n *Node) crash(why string) {
+	if n.r == nil {
+		return
+	}
+	n.disk.Crash()
+	n.crashed(why)
+}
+
+// crashed records a dead process (its disk already crashed) and schedules
+// the restart.
+func (n *Node) crashed(why string) {
+	s := n.s
+	if n.r != nil {
+		n.stopped = n.stopStateNow()
+		s.Counts.Crashes++
+	}
+	s.check.crashed(n)
+	n.r, n.w = nil, nil
+	n.epoch++
+	n.stepPending = false
+	n.notifyAt = 0
+	s.logf("n%d crashed: %s", n.ID, why)
+	ep := n.epoch
+	s.at(s.randDur(20*time.Millisecond, 400*time.Millisecond), func() {
+		if n.epoch == ep && n.r == nil && !s.healing {
+			n.restart("after a crash")
+		}
+	})
+}
+
+// stopStateNow is what the node's disk holds durably as the WAL last said.
+func (n *Node) stopStateNow() stopState {
+	p := n.w.Progress()
+	st := stopState{durable: p.DurableIndex, truncated: n.r.Status().HardState.TruncatedAtTerm != 0}
+	first := n.w.FirstIndex()
+	for i := first; i <= p.DurableIndex; i++ {
+		t, err := n.w.Term(i)
+		if err != nil {
+			break
+		}
+		st.terms = append(st.terms, t)
+	}
+	if first > 1 {
+		st.terms = append(make([]uint64, first-1), st.terms...)
+	}
+	return st
+}
+
+// restart brings the node back: the disk reboots, the WAL recovers.
+func (n *Node) restart(why string) {
+	n.disk.Restart()
+	if n.diskFull {
+		n.disk.SetCapacity(0)
+		n.diskFull = false
+	}
+	n.s.Counts.Restarts++
+	n.s.logf("n%d restarting: %s", n.ID, why)
+	if err := n.boot(); err != nil {
+		n.s.violation("n%d cannot boot: %v", n.ID, err)
+	}
+}
+
+// walFailed reports whether the node's WAL failed.
+func (n *Node) walFailed() bool { return n.w != nil && n.w.Progress().Err != nil }
+
+// healDisk removes the disk faults a healed phase must not have.
+func (n *Node) healDisk() {
+	n.disk.CrashAtOp(0)
+	if n.diskFull {
+		n.disk.SetCapacity(0)
+	}
+}
+
+// committedOwnTerm: the node leads and has committed an entry of its term.
+func (n *Node) committedOwnTerm() bool {
+	if n.r == nil {
+		return false
+	}
+	st := n.r.Status()
+	if st.Role != raft.RoleLeader || st.Commit == 0 {
+		return false
+	}
+	t, err := n.w.Term(st.Commit)
+	return err == nil && t == st.HardState.Term
+}
+
+// describe prints the node in one line.
+func (n *Node) describe() string {
+	if n.r == nil {
+		return fmt.Sprintf("n%d: down", n.ID)
+	}
+	st := n.r.Status()
+	s := fmt.Sprintf("n%d: %v term=%d vote=%d lead=%d last=%d durable=%d commit=%d applied=%d learned=%d verdict=%s fence=%s",
+		n.ID, st.Role, st.HardState.Term, st.HardState.Vote, st.Lead, st.Last, st.Durable, st.Commit, st.AppliedIndex,
+		st.HardState.LearnedCommit, st.Verdict, st.Fence)
+	if st.WALFailed {
+		s += " WAL-FAILED"
+	}
+	if st.Holding {
+		s += " holding"
+	}
+	return s
+}

@@ -1,0 +1,276 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/trace"
+)
+
+// Options shape one simulated run.
+type Options struct {
+	N    int
+	Seed uint64
+	// Duration is the virtual time of the fault phase; the healing phase
+	// that follows is bounded by HealMax.
+	Duration, HealMax time.Duration
+	// Tick is one protocol tick of virtual time; nodes' clocks drift by up
+	// to Skew (a fraction, e.g. 0.05) from it.
+	Tick time.Duration
+	Skew float64
+	// Faults switches fault kinds on; Rates scales how often they strike.
+	Faults Faults
+	// Client load: a proposal every ProposeEvery (virtual, on average),
+	// a read every ReadEvery; zero turns them off.
+	ProposeEvery, ReadEvery time.Duration
+	// Core options.
+	PreVote, CheckQuorum           bool
+	MsgEntriesMax, InflightMsgsMax int
+	CoreBugs                       raft.Bug
+	RuntimeBugs                    replica.Bug
+	// Trace collects the run's trace (every node's core events and the
+	// network's own steps).
+	Trace bool
+	// Log, when set, receives a line per notable step.
+	Log func(string)
+}
+
+// Faults are the fault kinds a run may inject.
+type Faults struct {
+	Drops, Dups, Delays, Partitions bool
+	// Crashes: power loss of a node at a random moment or at a random I/O
+	// point (lost unsynced writes, torn writes), then a restart.
+	Crashes bool
+	// Flips: bit flips at rest in a minority, in durable records other than
+	// the last synced batch (hole 2 of the holes issue keeps that batch out).
+	Flips bool
+	// SyncErrors: an fdatasync fails with EIO; DiskFull: writes fail with
+	// ENOSPC for a while. Both fail the WAL; the node is restarted later.
+	SyncErrors, DiskFull bool
+	// SlowSyncs: an fdatasync takes up to three election timeouts.
+	SlowSyncs bool
+	// LateNotify: WAL progress reaches the replica late (after other
+	// inputs), as an asynchronous notification can.
+	LateNotify bool
+}
+
+// AllFaults turns every fault kind on.
+func AllFaults() Faults {
+	return Faults{Drops: true, Dups: true, Delays: true, Partitions: true, Crashes: true, Flips: true,
+		SyncErrors: true, DiskFull: true, SlowSyncs: true, LateNotify: true}
+}
+
+// Default is the fault mix and load of the randomized runs for a seed.
+func Default(seed uint64) Options {
+	return Options{N: 3 + int(seed%3), Seed: seed, Duration: 3 * time.Second, HealMax: 20 * time.Second,
+		Tick: 10 * time.Millisecond, Skew: 0.05, Faults: AllFaults(),
+		ProposeEvery: 4 * time.Millisecond, ReadEvery: 20 * time.Millisecond,
+		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true}
+}
+
+// Sim is one simulated cluster: replicas in stepped mode over the real WAL
+// on in-memory disks, an in-memory network, and a virtual clock, all on
+// one goroutine. Everything random comes from the seed: a seed replays the
+// same run, byte for byte.
+type Sim struct {
+	opts  Options
+	rng   *rand.Rand
+	now   time.Duration
+	queue eventQueue
+	seq   uint64
+	Nodes []*Node
+	net   network
+
+	Events     []trace.Event
+	Violations []string
+	check      checker
+	Counts     Counts
+	// healing: the fault phase is over; no new faults or client load.
+	healing bool
+}
+
+// Counts say what a run did, for coverage checks.
+type Counts struct {
+	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed int
+	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies int
+	Elections, VerdictTruncated, StaleReports                                                   int
+}
+
+// New builds a cluster of fresh nodes and boots them.
+func New(o Options) (*Sim, error) {
+	if o.N < 1 || o.N > 9 {
+		return nil, fmt.Errorf("sim: %d nodes, want 1..9", o.N)
+	}
+	if o.Tick <= 0 {
+		o.Tick = 10 * time.Millisecond
+	}
+	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1))}
+	s.check.init(s)
+	s.net.init(s)
+	if o.Trace {
+		cfg := raft.TraceConfig(o.N, o.CoreBugs|raft.BugTruncationNotSynced)
+		s.Events = append(s.Events, trace.Event{V: trace.Version, Action: "Init", Config: cfg})
+	}
+	for id := 1; id <= o.N; id++ {
+		s.Nodes = append(s.Nodes, newNode(s, raft.NodeID(id)))
+	}
+	for _, n := range s.Nodes {
+		if err := n.boot(); err != nil {
+			return nil, err
+		}
+		n.scheduleTick()
+	}
+	return s, nil
+}
+
+// Node returns the member with id.
+func (s *Sim) Node(id raft.NodeID) *Node { return s.Nodes[id-1] }
+
+// Now is the virtual time.
+func (s *Sim) Now() time.Duration { return s.now }
+
+func (s *Sim) logf(format string, args ...any) {
+	if s.opts.Log != nil {
+		s.opts.Log(fmt.Sprintf("%10v ", s.now) + fmt.Sprintf(format, args...))
+	}
+}
+
+// addEvent appends a trace event (the cores' and the network's, in the
+// order they happen).
+func (s *Sim) addEvent(e trace.Event) {
+	e.V, e.Seq = trace.Version, len(s.Events)
+	s.Events = append(s.Events, e)
+}
+
+// at schedules f at virtual time now+d.
+func (s *Sim) at(d time.Duration, f func()) {
+	s.seq++
+	heap.Push(&s.queue, &simEvent{at: s.now + d, seq: s.seq, run: f})
+}
+
+// step runs the next event; false when none is left before until.
+func (s *Sim) step(until time.Duration) bool {
+	if s.queue.Len() == 0 || s.queue[0].at > until {
+		return false
+	}
+	ev := heap.Pop(&s.queue).(*simEvent)
+	s.now = ev.at
+	ev.run()
+	return true
+}
+
+// Run runs the fault phase, then heals every fault and runs until the
+// cluster has a leader that committed an entry of its term and every
+// client operation is answered, or HealMax passes (a liveness violation).
+func (s *Sim) Run() error {
+	s.startLoad()
+	s.startFaults()
+	end := s.opts.Duration
+	for len(s.Violations) == 0 && s.step(end) {
+		s.check.afterStep()
+	}
+	if len(s.Violations) > 0 {
+		return nil
+	}
+	return s.heal()
+}
+
+// heal ends the faults and checks liveness.
+func (s *Sim) heal() error {
+	s.net.heal()
+	s.faultsOff()
+	for _, n := range s.Nodes {
+		n.healDisk()
+		if n.r == nil || n.walFailed() {
+			n.restart("heal")
+		}
+	}
+	deadline := s.now + s.opts.HealMax
+	for len(s.Violations) == 0 && s.now < deadline {
+		if !s.step(deadline) {
+			break
+		}
+		s.check.afterStep()
+		if !s.check.finalAcked && s.check.finalPending == 0 {
+			if l := s.leader(); l != nil && l.committedOwnTerm() {
+				l.proposeFinal()
+			}
+		}
+		if s.check.finalAcked && s.check.pendingOps() == 0 {
+			s.check.atEnd()
+			return nil
+		}
+	}
+	if len(s.Violations) > 0 {
+		return nil
+	}
+	var st []string
+	for _, n := range s.Nodes {
+		st = append(st, n.describe())
+	}
+	s.violation("Liveness: %v after the faults healed, no leader committed a final entry with every operation answered: %s",
+		s.opts.HealMax, strings.Join(st, "; "))
+	return nil
+}
+
+// leader is the live leader of the highest term, or nil.
+func (s *Sim) leader() *Node {
+	var best *Node
+	var bestTerm uint64
+	for _, n := range s.Nodes {
+		if n.r == nil {
+			continue
+		}
+		st := n.r.Status()
+		if st.Role == raft.RoleLeader && st.HardState.Term > bestTerm {
+			best, bestTerm = n, st.HardState.Term
+		}
+	}
+	return best
+}
+
+func (s *Sim) violation(format string, args ...any) {
+	v := fmt.Sprintf(format, args...)
+	s.Violations = append(s.Violations, v)
+	s.logf("VIOLATION %s", v)
+}
+
+// randDur is a uniform duration in [lo, hi).
+func (s *Sim) randDur(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)))
+}
+
+// chance is true with probability p.
+func (s *Sim) chance(p float64) bool { return s.rng.Float64() < p }
+
+type simEvent struct {
+	at  time.Duration
+	seq uint64
+	run func()
+}
+
+// eventQueue orders events by time, then by scheduling order: ties never
+// depend on anything but the seed.
+type eventQueue []*simEvent
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(a, b int) bool {
+	return q[a].at < q[b].at || (q[a].at == q[b].at && q[a].seq < q[b].seq)
+}
+func (q eventQueue) Swap(a, b int) { q[a], q[b] = q[b], q[a] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*simEvent)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}

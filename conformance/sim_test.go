@@ -1,0 +1,86 @@
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/durableraft/durableraft/conformance/sim"
+	"github.com/durableraft/durableraft/spec"
+)
+
+// seedRange reads a range "a-b" (or a single seed) from the environment
+// variable name, or returns the default.
+func seedRange(t *testing.T, name string, lo, hi uint64) (uint64, uint64) {
+	v := os.Getenv(name)
+	if v == "" {
+		return lo, hi
+	}
+	a, b, ok := strings.Cut(v, "-")
+	if !ok {
+		b = a
+	}
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil || y < x {
+		t.Fatalf("%s=%q: want a seed or a range a-b", name, v)
+	}
+	return x, y
+}
+
+// runSeed runs one seeded simulation and checks its invariants and its
+// trace against the spec.
+func runSeed(t *testing.T, o sim.Options) *sim.Sim {
+	t.Helper()
+	s, err := sim.New(o)
+	if err != nil {
+		t.Fatalf("seed %d: %v", o.Seed, err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatalf("seed %d: %v", o.Seed, err)
+	}
+	if len(s.Violations) > 0 {
+		t.Errorf("seed %d (%d nodes): %s", o.Seed, o.N, strings.Join(s.Violations, "\n  "))
+		return s
+	}
+	if o.Trace {
+		if err := spec.CheckTrace(s.Events); err != nil {
+			t.Errorf("seed %d (%d nodes): trace rejected by the spec: %v", o.Seed, o.N, err)
+		}
+	}
+	return s
+}
+
+// TestSimulatedRuntime runs the replica runtime in stepped mode, 3 to 5
+// replicas over the real WAL on in-memory disks, with every fault on:
+// no invariant may break and every trace must be a behaviour of the spec.
+// SIM_SEEDS=a-b runs other seeds (docs/conformance.md).
+func TestSimulatedRuntime(t *testing.T) {
+	lo, hi := seedRange(t, "SIM_SEEDS", 1, 200)
+	var total sim.Counts
+	for seed := lo; seed <= hi; seed++ {
+		s := runSeed(t, sim.Default(seed))
+		addCounts(&total, s.Counts)
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("seeds %d-%d: %+v", lo, hi, total)
+}
+
+func addCounts(a *sim.Counts, b sim.Counts) {
+	for _, p := range [][2]*int{
+		{&a.Delivered, &b.Delivered}, {&a.Dropped, &b.Dropped}, {&a.Duplicated, &b.Duplicated},
+		{&a.Proposals, &b.Proposals}, {&a.Acked, &b.Acked}, {&a.Reads, &b.Reads}, {&a.ReadsServed, &b.ReadsServed},
+		{&a.Crashes, &b.Crashes}, {&a.IOCrashes, &b.IOCrashes}, {&a.Restarts, &b.Restarts}, {&a.Flips, &b.Flips},
+		{&a.SyncErrors, &b.SyncErrors}, {&a.DiskFull, &b.DiskFull}, {&a.SlowSyncs, &b.SlowSyncs},
+		{&a.Partitions, &b.Partitions}, {&a.LateNotifies, &b.LateNotifies}, {&a.Elections, &b.Elections},
+		{&a.VerdictTruncated, &b.VerdictTruncated},
+	} {
+		*p[0] += *p[1]
+	}
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,200 @@
+package replica
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/wal"
+	"github.com/durableraft/durableraft/impl/wal/vfs"
+)
+
+// The tests here drive single replicas in stepped mode by hand: every WAL
+// step and every delivery is the test's. Whole clusters under faults run
+// in conformance/ (they check traces against the spec).
+
+type capture struct{ msgs []Message }
+
+func (c *capture) Send(ms []Message) { c.msgs = append(c.msgs, ms...) }
+
+func (c *capture) take() []Message {
+	ms := c.msgs
+	c.msgs = nil
+	return ms
+}
+
+type entries struct{ applied []raft.Entry }
+
+func (e *entries) Apply(ent raft.Entry) []byte {
+	e.applied = append(e.applied, ent)
+	return ent.Data
+}
+
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testReplica is one replica on an in-memory disk, stepped.
+type testReplica struct {
+	t    *testing.T
+	disk *vfs.MemFS
+	w    *wal.WAL
+	r    *Replica
+	net  *capture
+	sm   *entries
+}
+
+func newTestReplica(t *testing.T, id raft.NodeID, voters []raft.NodeID, bugs Bug) *testReplica {
+	t.Helper()
+	tr := &testReplica{t: t, disk: vfs.NewMemFS(vfs.MemConfig{Seed: uint64(id)}), net: &capture{}, sm: &entries{}}
+	tr.open(id, voters, bugs)
+	return tr
+}
+
+func (tr *testReplica) open(id raft.NodeID, voters []raft.NodeID, bugs Bug) {
+	tr.t.Helper()
+	w, rec, err := wal.Open(tr.disk, "/d", wal.Options{Stepped: true, Clock: &fakeClock{now: time.Unix(1, 0)}, Logger: quiet})
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	cfg := raft.Config{ID: id, Voters: voters, ElectionTick: 10, HeartbeatTick: 1, Rand: rand.New(rand.NewPCG(uint64(id), 1))}
+	r, err := New(Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: tr.sm, Transport: tr.net, Logger: quiet, TestingBugs: bugs})
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	tr.w, tr.r = w, r
+}
+
+// flush runs the WAL's steps until it is idle, reporting progress after
+// each, as the production watcher does.
+func (tr *testReplica) flush() {
+	tr.t.Helper()
+	for k := 0; k < 100 && tr.w.NextStep() != wal.StepNone; k++ {
+		if err := tr.w.Step(); err != nil {
+			tr.t.Fatalf("WAL step: %v", err)
+		}
+		tr.r.Handle(Event{Kind: EventWAL, Progress: tr.w.Progress()})
+	}
+}
+
+// TestHoldsUntilHardStateDurable: a vote granted leaves only once the vote
+// is durable, and inputs arriving meanwhile wait (rule 1).
+func TestHoldsUntilHardStateDurable(t *testing.T) {
+	tr := newTestReplica(t, 2, []raft.NodeID{1, 2, 3}, 0)
+	tr.flush()
+	tr.net.take()
+	vote := Message{Message: raft.Message{Type: raft.MsgVote, From: 1, To: 2, Term: 2}}
+	tr.r.Handle(Event{Kind: EventMessage, Msg: vote})
+	if ms := tr.net.take(); len(ms) != 0 {
+		t.Fatalf("sent %v before the vote was durable", ms)
+	}
+	if st := tr.r.Status(); !st.Holding {
+		t.Fatalf("not holding while the vote is not durable: %+v", st)
+	}
+	// An input now waits: a vote request of another candidate in term 2 is
+	// not even looked at until the first vote is durable.
+	other := Message{Message: raft.Message{Type: raft.MsgVote, From: 3, To: 2, Term: 2}}
+	tr.r.Handle(Event{Kind: EventMessage, Msg: other})
+	if st := tr.r.Status(); st.Queued != 1 {
+		t.Fatalf("queued %d inputs, want 1", st.Queued)
+	}
+	tr.flush()
+	ms := tr.net.take()
+	granted := map[raft.NodeID]bool{}
+	for _, m := range ms {
+		if m.Type == raft.MsgVoteResp {
+			granted[m.To] = m.Granted
+		}
+	}
+	if !granted[1] || granted[3] {
+		t.Fatalf("vote responses %v: want granted to 1 only", ms)
+	}
+	if hs := tr.w.Progress().HardState; hs.Vote != 1 || hs.Term != 2 {
+		t.Fatalf("durable hard state %+v", hs)
+	}
+}
+
+// TestSendBeforePersistBug: with the switch, the vote leaves before it is
+// durable (what the conformance runs must catch).
+func TestSendBeforePersistBug(t *testing.T) {
+	tr := newTestReplica(t, 2, []raft.NodeID{1, 2, 3}, BugSendBeforePersist)
+	tr.flush()
+	tr.net.take()
+	tr.r.Handle(Event{Kind: EventMessage, Msg: Message{Message: raft.Message{Type: raft.MsgVote, From: 1, To: 2, Term: 2}}})
+	ms := tr.net.take()
+	if len(ms) != 1 || ms[0].Type != raft.MsgVoteResp || !ms[0].Granted {
+		t.Fatalf("with send-before-persist the grant should leave at once: %v", ms)
+	}
+	if hs := tr.w.Progress().HardState; hs.Vote == 1 {
+		t.Fatalf("vote durable already: %+v", hs)
+	}
+}
+
+// leaderOf makes a single-voter replica leader and returns it.
+func leaderOf(t *testing.T) *testReplica {
+	tr := newTestReplica(t, 1, []raft.NodeID{1}, 0)
+	tr.r.Handle(Event{Kind: EventCampaign})
+	tr.flush()
+	if role, _, _ := tr.r.Leadership(); role != raft.RoleLeader {
+		t.Fatalf("single voter not leader: %+v", tr.r.Status())
+	}
+	return tr
+}
+
+// TestProposeAppliesAfterDurable: a single voter acknowledges a write only
+// once its own WAL made it durable (it counts itself at its durable index).
+func TestProposeAppliesAfterDurable(t *testing.T) {
+	tr := leaderOf(t)
+	var got []Result
+	tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{
+		{Data: []byte("a"), Done: func(r Result) { got = append(got, r) }},
+		{Data: []byte("b"), Done: func(r Result) { got = append(got, r) }},
+	}})
+	if len(got) != 0 {
+		t.Fatalf("answered before durable: %+v", got)
+	}
+	tr.flush()
+	if len(got) != 2 || got[0].Err != nil || string(got[0].Value) != "a" || string(got[1].Value) != "b" || got[1].Index != got[0].Index+1 {
+		t.Fatalf("results %+v", got)
+	}
+	if d := tr.w.Progress().DurableIndex; d < got[1].Index {
+		t.Fatalf("acknowledged %d with durable index %d", got[1].Index, d)
+	}
+}
+
+// TestReadsBatched: every read waiting when a round starts is served by
+// that round, after the state machine applied the read index.
+func TestReadsBatched(t *testing.T) {
+	tr := leaderOf(t)
+	var got []ReadResult
+	done := func(r ReadResult) { got = append(got, r) }
+	tr.r.Handle(Event{Kind: EventRead, Reads: []Read{{Done: done}, {Done: done}, {Done: done}}})
+	tr.flush()
+	if len(got) != 3 {
+		t.Fatalf("reads answered: %+v", got)
+	}
+	for _, r := range got {
+		if r.Err != nil || r.Applied < r.Index {
+			t.Fatalf("read %+v", r)
+		}
+	}
+	if n := tr.r.Stats().ReadRounds.Load(); n != 1 {
+		t.Fatalf("%d read rounds for one batch", n)
+	}
+}
+
+// TestNotLeaderIsDefinite: a follower refuses a proposal at once.
+func TestNotLeaderIsDefinite(t *testing.T) {
+	tr := newTestReplica(t, 2, []raft.NodeID{1, 2, 3}, 0)
+	var got Result
+	tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{{Data: []byte("x"), Done: func(r Result) { got = r }}}})
+	if !errors.Is(got.Err, ErrNotLeader) || !Definite(got.Err) {
+		t.Fatalf("got %+v", got)
+	}
+}
