@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,4 +84,64 @@ func addCounts(a *sim.Counts, b sim.Counts) {
 	}
 }
 
-var _ = fmt.Sprint
+// TestDeterministicAcrossProcesses: a seed replays byte for byte: the same
+// trace and disk images in two processes with different GOMAXPROCS.
+func TestDeterministicAcrossProcesses(t *testing.T) {
+	if seed := os.Getenv("SIM_FINGERPRINT_SEED"); seed != "" {
+		n, err := strconv.ParseUint(seed, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sim.New(sim.Default(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		fp, err := s.Fingerprint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("fingerprint=%s events=%d\n", fp, len(s.Events))
+		return
+	}
+	var got []string
+	for _, procs := range []string{"1", "2"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestDeterministicAcrossProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "SIM_FINGERPRINT_SEED=7", "GOMAXPROCS="+procs)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child with GOMAXPROCS=%s: %v\n%s", procs, err, out)
+		}
+		line := ""
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "fingerprint=") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Fatalf("child printed no fingerprint:\n%s", out)
+		}
+		got = append(got, line)
+	}
+	if got[0] != got[1] {
+		t.Fatalf("seed 7 differs across processes:\n  %s\n  %s", got[0], got[1])
+	}
+	t.Log(got[0])
+}
+
+// TestSimSeedLog prints one seed's run step by step (SIM_LOG_SEED=S).
+func TestSimSeedLog(t *testing.T) {
+	v := os.Getenv("SIM_LOG_SEED")
+	if v == "" {
+		t.Skip("SIM_LOG_SEED not set")
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sim.Default(seed)
+	o.Log = func(s string) { fmt.Println(s) }
+	runSeed(t, o)
+}

@@ -103,6 +103,36 @@ func (c *checker) sortedAcks() []uint64 {
 // afterStep runs the cheap global checks after every simulated event.
 func (c *checker) afterStep() {}
 
+// persistBeforeSend: a message leaves only once the hard state it depends
+// on is durable (the Ready contract, rule 1): a vote request or a granted
+// vote with the vote durable, any message with its term durable.
+func (c *checker) persistBeforeSend(n *Node, m *replica.Message) {
+	hs := n.w.Progress().HardState
+	switch {
+	case m.Type == raft.MsgPreVote || m.Type == raft.MsgPreVoteResp:
+		return // no hard state of its own: a pre-vote is for a term not yet taken
+	case hs.Term < m.Term:
+		c.violation("PersistBeforeSend: n%d sent %v with durable term %d", n.ID, m.Message, hs.Term)
+	case m.Type == raft.MsgVote && hs.Term == m.Term && hs.Vote != uint64(n.ID):
+		c.violation("PersistBeforeSend: n%d asked for votes in term %d with durable vote %d", n.ID, m.Term, hs.Vote)
+	case m.Type == raft.MsgVoteResp && m.Granted && hs.Term == m.Term && hs.Vote != uint64(m.To):
+		c.violation("PersistBeforeSend: n%d granted its vote in term %d to n%d with durable vote %d", n.ID, m.Term, m.To, hs.Vote)
+	}
+}
+
+// durableTruth: the durable index the core believes is durable in the WAL,
+// with the same entry (Advance's contract, rule 4).
+func (c *checker) durableTruth(n *Node) {
+	st := n.r.Status()
+	if st.WALFailed || st.Durable == 0 {
+		return
+	}
+	p := n.w.Progress()
+	if st.Durable > p.DurableIndex {
+		c.violation("DurableTruth: n%d's core counts %d durable, its WAL %d", n.ID, st.Durable, p.DurableIndex)
+	}
+}
+
 // apply records an entry a node applied: StateMachineSafety.
 func (c *checker) apply(n *Node, e raft.Entry) {
 	key := fmt.Sprintf("%d/%s", e.Term, e.Data)

@@ -53,7 +53,7 @@ func (s *Sim) faultLoop() {
 		return
 	}
 	kinds[s.rng.IntN(len(kinds))](s)
-	s.at(s.randDur(5*time.Millisecond, 60*time.Millisecond), s.faultLoop)
+	s.at(s.randDur(20*time.Millisecond, 300*time.Millisecond), s.faultLoop)
 }
 
 func (s *Sim) randomUp() *Node {
@@ -80,8 +80,9 @@ func (s *Sim) faultCrash() {
 // disk (inside a batch write, an fdatasync, a segment rotation, a
 // hard-state write, whatever comes).
 func (s *Sim) faultIOCrash() {
-	if n := s.randomUp(); n != nil {
+	if n := s.randomUp(); n != nil && n.canCrash() {
 		n.disk.CrashAtOp(n.disk.Ops() + 1 + s.rng.Uint64N(24))
+		n.ioCrashArmed = true
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/wal"
 	"github.com/durableraft/durableraft/trace"
 )
 
@@ -27,6 +28,9 @@ func (nw *network) send(m replica.Message) {
 	if f.Drops && !s.healing && s.chance(0.02) {
 		nw.drop(&m)
 		return
+	}
+	if f.WireFlips && !s.healing && m.Type == raft.MsgApp && len(m.Entries) > 0 && s.chance(0.01) {
+		m = nw.flipInTransit(m)
 	}
 	d := s.randDur(50*time.Microsecond, time.Millisecond)
 	if f.Delays && !s.healing && s.chance(0.05) {
@@ -84,3 +88,26 @@ func (nw *network) isolate(id raft.NodeID) {
 func (nw *network) cut(from, to raft.NodeID) { nw.blocked[[2]raft.NodeID{from, to}] = true }
 
 func (nw *network) heal() { clear(nw.blocked) }
+
+// flipInTransit flips one bit of one entry's payload, in the entry and in
+// its record alike (the damage a transport checksum missed: memory after
+// the checksum was computed, or a collision). The receiver must refuse it.
+func (nw *network) flipInTransit(m replica.Message) replica.Message {
+	s := nw.s
+	k := s.rng.IntN(len(m.Entries))
+	e := m.Entries[k]
+	if len(e.Data) == 0 || len(m.Records) != len(m.Entries) {
+		return m
+	}
+	s.Counts.WireFlips++
+	bit := s.rng.IntN(len(e.Data) * 8)
+	data := append([]byte(nil), e.Data...)
+	data[bit/8] ^= 1 << (bit % 8)
+	rec := append(wal.Record(nil), m.Records[k]...)
+	off := len(rec) - len(e.Data)
+	rec[off+bit/8] ^= 1 << (bit % 8)
+	m.Entries = append([]raft.Entry(nil), m.Entries...)
+	m.Records = append([]wal.Record(nil), m.Records...)
+	m.Entries[k].Data, m.Records[k] = data, rec
+	return m
+}

@@ -2,7 +2,12 @@ package sim
 
 import (
 	"container/heap"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"path"
+	"slices"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -57,19 +62,23 @@ type Faults struct {
 	// LateNotify: WAL progress reaches the replica late (after other
 	// inputs), as an asynchronous notification can.
 	LateNotify bool
+	// WireFlips: a bit of a shipped entry flips in transit after the
+	// transport's checksum (the receiver's record verification must refuse
+	// it).
+	WireFlips bool
 }
 
 // AllFaults turns every fault kind on.
 func AllFaults() Faults {
 	return Faults{Drops: true, Dups: true, Delays: true, Partitions: true, Crashes: true, Flips: true,
-		SyncErrors: true, DiskFull: true, SlowSyncs: true, LateNotify: true}
+		SyncErrors: true, DiskFull: true, SlowSyncs: true, LateNotify: true, WireFlips: true}
 }
 
 // Default is the fault mix and load of the randomized runs for a seed.
 func Default(seed uint64) Options {
 	return Options{N: 3 + int(seed%3), Seed: seed, Duration: 3 * time.Second, HealMax: 20 * time.Second,
 		Tick: 10 * time.Millisecond, Skew: 0.05, Faults: AllFaults(),
-		ProposeEvery: 4 * time.Millisecond, ReadEvery: 20 * time.Millisecond,
+		ProposeEvery: 20 * time.Millisecond, ReadEvery: 20 * time.Millisecond,
 		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true}
 }
 
@@ -97,7 +106,7 @@ type Sim struct {
 // Counts say what a run did, for coverage checks.
 type Counts struct {
 	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed int
-	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies int
+	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
 	Elections, VerdictTruncated, StaleReports                                                   int
 }
 
@@ -186,7 +195,10 @@ func (s *Sim) heal() error {
 	s.faultsOff()
 	for _, n := range s.Nodes {
 		n.healDisk()
-		if n.r == nil || n.walFailed() {
+		if n.walFailed() || (n.r != nil && n.r.Status().Failure != "") {
+			n.crash("heal: restart after a WAL failure")
+		}
+		if n.r == nil {
 			n.restart("heal")
 		}
 	}
@@ -273,4 +285,35 @@ func (q *eventQueue) Pop() any {
 	old[len(old)-1] = nil
 	*q = old[:len(old)-1]
 	return e
+}
+
+// Fingerprint hashes what a run produced: its trace and every node's disk
+// image (file names and page-cache bytes). The same seed must give the
+// same fingerprint in any process.
+func (s *Sim) Fingerprint() (string, error) {
+	h := sha256.New()
+	for _, e := range s.Events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+		h.Write([]byte{'\n'})
+	}
+	for _, n := range s.Nodes {
+		names, err := n.disk.List(dataDir)
+		if err != nil {
+			return "", err
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			img, err := n.disk.ReadFile(path.Join(dataDir, name))
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(h, "n%d/%s %d\n", n.ID, name, len(img))
+			h.Write(img)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -79,7 +79,7 @@ func (r *Replica) verifyApp(m *Message) error {
 	prev := m.PrevChecksum
 	sums := make([]uint32, len(m.Records))
 	for k, rec := range m.Records {
-		e, sum, sumPrev, err := rec.Decode(r.entryBytesMax)
+		e, sum, sumPrev, err := rec.Decode(len(rec))
 		if err != nil {
 			return fmt.Errorf("%w: entry %d: %w", ErrRecord, m.PrevLogIndex+1+uint64(k), err)
 		}

@@ -78,13 +78,20 @@ type Status struct {
 	Queued       int
 	Pending      int // proposals not yet answered
 	AppliedIndex uint64
+	// Failure says why the replica acknowledges nothing (its WAL failed, or
+	// a submission the core counted on was refused); empty when healthy.
+	Failure string
 }
 
 // Status returns the replica's status. Call it on the replica's goroutine
 // (Run offers a goroutine-safe form).
 func (r *Replica) Status() Status {
-	return Status{Status: r.node.Status(), WAL: r.progress, Holding: r.holdTicket != 0, Queued: len(r.queue),
+	st := Status{Status: r.node.Status(), WAL: r.progress, Holding: r.holdTicket != 0, Queued: len(r.queue),
 		Pending: len(r.proposals), AppliedIndex: r.applied}
+	if r.failErr != nil {
+		st.Failure = r.failErr.Error()
+	}
+	return st
 }
 
 // alertLimiter rate-limits repeated log lines of one kind: the first is
