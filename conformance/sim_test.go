@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -77,7 +78,7 @@ func addCounts(a *sim.Counts, b sim.Counts) {
 		{&a.Proposals, &b.Proposals}, {&a.Acked, &b.Acked}, {&a.Reads, &b.Reads}, {&a.ReadsServed, &b.ReadsServed},
 		{&a.Crashes, &b.Crashes}, {&a.IOCrashes, &b.IOCrashes}, {&a.Restarts, &b.Restarts}, {&a.Flips, &b.Flips},
 		{&a.SyncErrors, &b.SyncErrors}, {&a.DiskFull, &b.DiskFull}, {&a.SlowSyncs, &b.SlowSyncs},
-		{&a.Partitions, &b.Partitions}, {&a.LateNotifies, &b.LateNotifies}, {&a.Elections, &b.Elections},
+		{&a.Partitions, &b.Partitions}, {&a.LateNotifies, &b.LateNotifies}, {&a.WireFlips, &b.WireFlips}, {&a.Elections, &b.Elections},
 		{&a.VerdictTruncated, &b.VerdictTruncated},
 	} {
 		*p[0] += *p[1]
@@ -144,4 +145,32 @@ func TestSimSeedLog(t *testing.T) {
 	o := sim.Default(seed)
 	o.Log = func(s string) { fmt.Println(s) }
 	runSeed(t, o)
+}
+
+// TestSimSeedTrace writes one seed's trace to SIM_TRACE_FILE (SIM_TRACE_SEED=S).
+func TestSimSeedTrace(t *testing.T) {
+	v, path := os.Getenv("SIM_TRACE_SEED"), os.Getenv("SIM_TRACE_FILE")
+	if v == "" || path == "" {
+		t.Skip("SIM_TRACE_SEED or SIM_TRACE_FILE not set")
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(sim.Default(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, e := range s.Events {
+		b, _ := json.Marshal(e)
+		f.Write(append(b, '\n'))
+	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"hash/fnv"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
@@ -26,9 +27,12 @@ func (nw *network) send(m replica.Message) {
 	s := nw.s
 	f := s.opts.Faults
 	if f.Drops && !s.healing && s.chance(0.02) {
-		nw.drop(&m)
+		nw.drop(&m, &m)
 		return
 	}
+	// orig is what was sent: a drop is a drop of it, even if the wire
+	// damaged the copy in flight.
+	orig := m
 	if f.WireFlips && !s.healing && m.Type == raft.MsgApp && len(m.Entries) > 0 && s.chance(0.01) {
 		m = nw.flipInTransit(m)
 	}
@@ -40,26 +44,46 @@ func (nw *network) send(m replica.Message) {
 		s.Counts.Duplicated++
 		nw.event("DuplicateMessage", &m.Message)
 		d2 := s.randDur(50*time.Microsecond, 20*time.Millisecond)
-		s.at(d2, func() { nw.deliver(m) })
+		s.at(d2, func() { nw.deliver(m, &orig) })
 	}
-	s.at(d, func() { nw.deliver(m) })
+	sum := dataSum(&m)
+	s.at(d, func() {
+		if got := dataSum(&m); got != sum {
+			s.violation("MessageImmutable: %v changed in flight (entries or records mutated after it was sent)", m.Message)
+		}
+		nw.deliver(m, &orig)
+	})
+}
+
+// dataSum hashes a message's entry data and records: nothing may change
+// them once sent (the sender's WAL cache, the receiver's WAL and the
+// network all share them).
+func dataSum(m *replica.Message) uint64 {
+	h := fnv.New64a()
+	for _, e := range m.Entries {
+		h.Write(e.Data)
+	}
+	for _, r := range m.Records {
+		h.Write(r)
+	}
+	return h.Sum64()
 }
 
 // deliver hands a message to its recipient, or loses it (recipient down,
-// link cut).
-func (nw *network) deliver(m replica.Message) {
+// link cut). orig is the message as sent.
+func (nw *network) deliver(m replica.Message, orig *replica.Message) {
 	dst := nw.s.Node(m.To)
 	if dst.r == nil || nw.blocked[[2]raft.NodeID{m.From, m.To}] {
-		nw.drop(&m)
+		nw.drop(&m, orig)
 		return
 	}
 	nw.s.Counts.Delivered++
 	dst.handle(replica.Event{Kind: replica.EventMessage, Msg: m})
 }
 
-func (nw *network) drop(m *replica.Message) {
+func (nw *network) drop(m, orig *replica.Message) {
 	nw.s.Counts.Dropped++
-	nw.event("DropMessage", &m.Message)
+	nw.event("DropMessage", &orig.Message)
 }
 
 // event writes a network step on a spec message to the trace.

@@ -334,6 +334,7 @@ func (n *Node) crashed(why string) {
 	n.epoch++
 	n.stepPending = false
 	n.ioCrashArmed = false
+	n.restartPending = false
 	n.notifyAt = 0
 	s.logf("n%d crashed: %s", n.ID, why)
 	ep := n.epoch

@@ -202,6 +202,13 @@ func (r *Replica) run() {
 		if len(r.queue) == 0 {
 			return
 		}
+		if err := r.w.Err(); err != nil && r.failErr == nil {
+			// The WAL failed and its report has not arrived yet: the core
+			// must know before it takes a step whose effects could not be
+			// made durable.
+			r.failErr = err
+			continue
+		}
 		ev := r.queue[0]
 		r.queue[0] = Event{}
 		r.queue = r.queue[1:]
@@ -325,6 +332,9 @@ func (r *Replica) step(m *Message) {
 // replica's own record fails its WAL so that recovery rules on it.
 func (r *Replica) refuse(m *Message, err error) {
 	switch {
+	case errors.Is(err, ErrRecord):
+		r.stats.RecordsRefused.Add(1)
+		r.alert.log(r.log, "record", "replica: shipped record refused", "from", uint64(m.From), "err", err)
 	case errors.Is(err, wal.ErrCorrupt):
 		r.stats.LocalCorruptions.Add(1)
 		r.log.Error("replica: my own log record failed verification while checking a leader's chain", "from", uint64(m.From), "err", err)
@@ -335,7 +345,7 @@ func (r *Replica) refuse(m *Message, err error) {
 			"from", uint64(m.From), "term", m.Term, "prev_index", m.PrevLogIndex, "err", err)
 	default:
 		r.stats.RecordsRefused.Add(1)
-		r.alert.log(r.log, "record", "replica: shipped record refused", "from", uint64(m.From), "err", err)
+		r.alert.log(r.log, "record", "replica: AppendEntries refused", "from", uint64(m.From), "err", err)
 	}
 }
 
