@@ -55,8 +55,8 @@ type Node struct {
 // stopState is what a down node's disk is known to hold: the durable
 // index the WAL last published and the terms up to it.
 type stopState struct {
-	durable uint64
-	terms   []uint64 // terms[i-1] is the term at index i
+	durable   uint64
+	terms     []uint64 // terms[i-1] is the term at index i
 	truncated bool
 }
 

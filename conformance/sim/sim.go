@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"path"
 	"slices"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -105,9 +105,9 @@ type Sim struct {
 
 // Counts say what a run did, for coverage checks.
 type Counts struct {
-	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed int
+	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed                                      int
 	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
-	Elections, VerdictTruncated, StaleReports                                                   int
+	Elections, VerdictTruncated, StaleReports                                                                 int
 }
 
 // New builds a cluster of fresh nodes and boots them.
