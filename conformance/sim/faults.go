@@ -82,7 +82,7 @@ func (s *Sim) faultCrash() {
 func (s *Sim) faultIOCrash() {
 	if n := s.randomUp(); n != nil && n.canCrash() {
 		n.disk.CrashAtOp(n.disk.Ops() + 1 + s.rng.Uint64N(24))
-		n.ioCrashArmed = true
+		n.faultsArmed = true
 	}
 }
 
@@ -123,7 +123,7 @@ func (n *Node) segmentFiles() []string {
 // hard-state file) fails with EIO.
 func (s *Sim) faultSyncError() {
 	n := s.randomUp()
-	if n == nil {
+	if n == nil || !n.canCrash() {
 		return
 	}
 	name := path.Join(dataDir, "hardstate")
@@ -132,6 +132,7 @@ func (s *Sim) faultSyncError() {
 	}
 	if err := n.disk.FailSync(name); err == nil {
 		s.Counts.SyncErrors++
+		n.faultsArmed = true
 	}
 }
 
@@ -139,11 +140,12 @@ func (s *Sim) faultSyncError() {
 // strikes at the next segment or spare creation).
 func (s *Sim) faultDiskFull() {
 	n := s.randomUp()
-	if n == nil || n.diskFull {
+	if n == nil || n.diskFull || !n.canCrash() {
 		return
 	}
 	n.disk.SetCapacity(1)
 	n.diskFull = true
+	n.faultsArmed = true
 	s.Counts.DiskFull++
 	ep := n.epoch
 	s.at(s.randDur(10*time.Millisecond, 200*time.Millisecond), func() {

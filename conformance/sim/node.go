@@ -47,7 +47,9 @@ type Node struct {
 	// TRUNCATED (or the damage is beyond the record's reach).
 	flipPending  bool
 	diskFull     bool
-	ioCrashArmed bool
+	// faultsArmed: a disk fault is injected and not yet struck (a crash at
+	// an I/O point, a failing fdatasync, a full disk).
+	faultsArmed bool
 	// restartPending: an operator restart is scheduled.
 	restartPending bool
 }
@@ -174,11 +176,20 @@ func (n *Node) afterHandle() {
 			n.operatorRestart()
 		}
 	}
-	if n.ioCrashArmed && !n.canCrash() {
-		n.disk.CrashAtOp(0)
-		n.ioCrashArmed = false
+	if n.faultsArmed && !n.canCrash() {
+		n.disarm()
 	}
 	n.scheduleDisk()
+}
+
+// disarm removes the disk faults not yet struck.
+func (n *Node) disarm() {
+	n.disk.ClearFaults()
+	if n.diskFull {
+		n.disk.SetCapacity(0)
+		n.diskFull = false
+	}
+	n.faultsArmed = false
 }
 
 // canCrash reports whether a crash now stays inside what the spec models.
@@ -333,7 +344,7 @@ func (n *Node) crashed(why string) {
 	n.r, n.w = nil, nil
 	n.epoch++
 	n.stepPending = false
-	n.ioCrashArmed = false
+	n.faultsArmed = false
 	n.restartPending = false
 	n.notifyAt = 0
 	s.logf("n%d crashed: %s", n.ID, why)
@@ -381,12 +392,7 @@ func (n *Node) restart(why string) {
 func (n *Node) walFailed() bool { return n.w != nil && n.w.Progress().Err != nil }
 
 // healDisk removes the disk faults a healed phase must not have.
-func (n *Node) healDisk() {
-	n.disk.CrashAtOp(0)
-	if n.diskFull {
-		n.disk.SetCapacity(0)
-	}
-}
+func (n *Node) healDisk() { n.disarm() }
 
 // committedOwnTerm: the node leads and has committed an entry of its term.
 func (n *Node) committedOwnTerm() bool {

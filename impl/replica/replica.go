@@ -142,7 +142,12 @@ func New(cfg Config) (*Replica, error) {
 	rc := cfg.Raft
 	rc.Storage = walStorage{w}
 	hs := hardStateFromWAL(rec.HardState)
-	boot := raft.Boot{HardState: hs, Verdict: verdictFromWAL(rec.Verdict), Applied: cfg.Applied}
+	// A lost hard state (WAL rows H2, H6, H7, and H8 on every later boot
+	// until an operator clears the mark): the member may have voted in a
+	// term it no longer knows, so it runs passive (docs/refinement.md,
+	// "What the driver must do", item 5).
+	lost := rec.HardStateVerdict == wal.Truncated || w.HardStateLost()
+	boot := raft.Boot{HardState: hs, Verdict: verdictFromWAL(rec.Verdict), Applied: cfg.Applied, HardStateLost: lost}
 	node, err := raft.NewNode(rc, boot)
 	if err != nil {
 		return nil, fmt.Errorf("replica: boot: %w", err)

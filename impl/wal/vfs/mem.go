@@ -377,6 +377,16 @@ func (m *MemFS) inject(f memFault, name string) error {
 	return nil
 }
 
+// ClearFaults removes every injected fault not yet taken (Fail*, Misdirect*,
+// FlipBitOnRead) and cancels a scheduled CrashAtOp. Random faults (the
+// MemConfig rates) and bits already flipped at rest stay.
+func (m *MemFS) ClearFaults() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.faults = nil
+	m.crashAtOp = 0
+}
+
 // FailSync makes the next Sync of the file fail with EIO, with the consequences
 // described on MemFS.
 func (m *MemFS) FailSync(name string) error {
