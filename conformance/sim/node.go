@@ -45,8 +45,8 @@ type Node struct {
 	stopped stopState
 	// flipPending: a bit was flipped at rest; the next boot must say
 	// TRUNCATED (or the damage is beyond the record's reach).
-	flipPending  bool
-	diskFull     bool
+	flipPending bool
+	diskFull    bool
 	// faultsArmed: a disk fault is injected and not yet struck (a crash at
 	// an I/O point, a failing fdatasync, a full disk).
 	faultsArmed bool
