@@ -7,11 +7,24 @@ import (
 	"github.com/durableraft/durableraft/impl/wal"
 )
 
-// processReadies carries out every Ready the core has.
+// processReadies carries out every Ready the core has. A Ready with nothing
+// in it ends the loop: the core still has work it could not hand out (its
+// read of committed entries failed, and said so in an alert); it tries
+// again after the next input instead of spinning here.
 func (r *Replica) processReadies() {
 	for r.node.HasReady() {
-		r.processReady(r.node.Ready())
+		rd := r.node.Ready()
+		r.processReady(rd)
+		if readyEmpty(&rd) {
+			r.stats.ReadiesEmpty.Add(1)
+			return
+		}
 	}
+}
+
+func readyEmpty(rd *raft.Ready) bool {
+	return !rd.HardStateChanged && rd.TruncateFrom == 0 && len(rd.Entries) == 0 && len(rd.Messages) == 0 &&
+		len(rd.MessagesAfterPersist) == 0 && len(rd.Committed) == 0 && len(rd.ReadStates) == 0 && len(rd.Alerts) == 0
 }
 
 // processReady carries out one Ready, in the order the contract needs
