@@ -104,8 +104,10 @@ func (c *checker) sortedAcks() []uint64 {
 func (c *checker) afterStep() {}
 
 // persistBeforeSend: a message leaves only once the hard state it depends
-// on is durable (the Ready contract, rule 1): a vote request or a granted
-// vote with the vote durable, any message with its term durable.
+// on is durable (the Ready contract, rule 1): a granted vote with the vote
+// durable, any message with its term durable. (A candidate's vote request
+// needs its term durable; its own vote may be Nil: its voter floor can
+// refuse itself, which raft.tla allows.)
 func (c *checker) persistBeforeSend(n *Node, m *replica.Message) {
 	hs := n.w.Progress().HardState
 	switch {
@@ -113,8 +115,6 @@ func (c *checker) persistBeforeSend(n *Node, m *replica.Message) {
 		return // no hard state of its own: a pre-vote is for a term not yet taken
 	case hs.Term < m.Term:
 		c.violation("PersistBeforeSend: n%d sent %v with durable term %d", n.ID, m.Message, hs.Term)
-	case m.Type == raft.MsgVote && hs.Term == m.Term && hs.Vote != uint64(n.ID):
-		c.violation("PersistBeforeSend: n%d asked for votes in term %d with durable vote %d", n.ID, m.Term, hs.Vote)
 	case m.Type == raft.MsgVoteResp && m.Granted && hs.Term == m.Term && hs.Vote != uint64(m.To):
 		c.violation("PersistBeforeSend: n%d granted its vote in term %d to n%d with durable vote %d", n.ID, m.Term, m.To, hs.Vote)
 	}

@@ -42,7 +42,7 @@ func (nw *network) send(m replica.Message) {
 	}
 	if f.Dups && !s.healing && s.chance(0.01) {
 		s.Counts.Duplicated++
-		nw.event("DuplicateMessage", &m.Message)
+		nw.event("DuplicateMessage", &orig.Message)
 		d2 := s.randDur(50*time.Microsecond, 20*time.Millisecond)
 		s.at(d2, func() { nw.deliver(m, &orig) })
 	}
@@ -91,11 +91,11 @@ func (nw *network) event(action string, m *raft.Message) {
 	if !nw.s.opts.Trace {
 		return
 	}
-	tm := raft.TraceMessage(m)
+	tm := raft.TraceMessage(m, nil)
 	if tm == nil {
 		return
 	}
-	nw.s.addEvent(trace.Event{Action: action, Node: raft.TraceServer(m.To), Peer: raft.TraceServer(m.From), Msg: tm})
+	nw.s.addEvent(trace.Event{Action: action, Node: raft.TraceName(nil, m.To), Peer: raft.TraceName(nil, m.From), Msg: tm})
 }
 
 // isolate cuts every link of id, both ways.

@@ -95,10 +95,13 @@ type Sim struct {
 	Nodes []*Node
 	net   network
 
-	Events     []trace.Event
-	Violations []string
-	check      checker
-	Counts     Counts
+	Events []trace.Event
+	// TraceCheckable is how much of Events the spec can check (-1: all):
+	// a WAL failure that undid a step of the core ends it.
+	TraceCheckable int
+	Violations     []string
+	check          checker
+	Counts         Counts
 	// healing: the fault phase is over; no new faults or client load.
 	healing bool
 }
@@ -107,7 +110,7 @@ type Sim struct {
 type Counts struct {
 	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed                                      int
 	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
-	Elections, VerdictTruncated, StaleReports                                                                 int
+	Elections, VerdictTruncated, StaleReports, LostSteps                                                      int
 }
 
 // New builds a cluster of fresh nodes and boots them.
@@ -118,11 +121,14 @@ func New(o Options) (*Sim, error) {
 	if o.Tick <= 0 {
 		o.Tick = 10 * time.Millisecond
 	}
-	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1))}
+	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1)), TraceCheckable: -1}
 	s.check.init(s)
 	s.net.init(s)
 	if o.Trace {
-		cfg := raft.TraceConfig(o.N, o.CoreBugs|raft.BugTruncationNotSynced)
+		cfg, err := raft.TraceConfig(raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs})
+		if err != nil {
+			return nil, err
+		}
 		s.Events = append(s.Events, trace.Event{V: trace.Version, Action: "Init", Config: cfg})
 	}
 	for id := 1; id <= o.N; id++ {
@@ -285,6 +291,14 @@ func (q *eventQueue) Pop() any {
 	old[len(old)-1] = nil
 	*q = old[:len(old)-1]
 	return e
+}
+
+// CheckableEvents is the part of the trace the spec can check.
+func (s *Sim) CheckableEvents() []trace.Event {
+	if s.TraceCheckable >= 0 {
+		return s.Events[:s.TraceCheckable]
+	}
+	return s.Events
 }
 
 // Fingerprint hashes what a run produced: its trace and every node's disk

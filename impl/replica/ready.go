@@ -39,6 +39,7 @@ func (r *Replica) processReady(rd raft.Ready) {
 		t, err := r.w.SubmitHardState(hardStateToWAL(rd.HardState))
 		if err != nil {
 			r.walError("hard state", err)
+			r.stepLost = true
 		} else {
 			r.hold(t)
 		}
@@ -47,6 +48,7 @@ func (r *Replica) processReady(rd raft.Ready) {
 		r.loseProposalsFrom(rd.TruncateFrom)
 		if err := r.w.TruncateSuffix(rd.TruncateFrom); err != nil {
 			r.walError("truncate", err)
+			r.stepLost = true
 		}
 	}
 	if len(rd.Entries) > 0 {

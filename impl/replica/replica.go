@@ -96,6 +96,11 @@ type Replica struct {
 	// failErr is the WAL failure; failReported once the core knows.
 	failErr      error
 	failReported bool
+	// stepLost: the WAL failed while a step of the core was not yet durable
+	// (a hold pending, or its submission refused). Nothing that depended on
+	// the step left, but the core took it: the spec's atomic actions cannot
+	// express a step undone (docs/refinement.md, "What the driver must do").
+	stepLost bool
 	// ingress holds the verified records of the message being handled, by
 	// index, for the append of its Ready.
 	ingress map[uint64]wal.Record
@@ -166,6 +171,9 @@ func New(cfg Config) (*Replica, error) {
 		"hard_state_verdict", rec.HardStateVerdict.String(), "term", st.HardState.Term, "vote", uint64(st.HardState.Vote),
 		"first_index", rec.IndexFirst, "last_index", rec.IndexLast, "learned_commit", st.HardState.LearnedCommit,
 		"truncated_at_term", st.HardState.TruncatedAtTerm, "fence", st.Fence.String(), "fence_row", st.FenceRow)
+	// The boot's own Ready first: a TRUNCATED verdict's mark (and a first
+	// boot's term) must be durable before anything else happens.
+	r.processReadies()
 	r.run()
 	return r, nil
 }
@@ -261,6 +269,9 @@ func (r *Replica) reportFailure() {
 	r.log.Error("replica: WAL FAILED: acknowledging nothing, granting no vote, until restarted", "err", r.failErr,
 		"durable_index", r.progress.DurableIndex)
 	r.node.Advance(raft.AdvanceInfo{Failed: true, Reason: r.failErr.Error()})
+	if r.holdTicket != 0 {
+		r.stepLost = true
+	}
 	r.holdTicket = 0
 	r.stats.MessagesDropped.Add(uint64(len(r.stash)))
 	r.stash = nil

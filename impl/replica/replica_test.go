@@ -1,10 +1,13 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,9 +195,61 @@ func TestReadsBatched(t *testing.T) {
 // TestNotLeaderIsDefinite: a follower refuses a proposal at once.
 func TestNotLeaderIsDefinite(t *testing.T) {
 	tr := newTestReplica(t, 2, []raft.NodeID{1, 2, 3}, 0)
+	tr.flush() // the first boot's hard state
 	var got Result
 	tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{{Data: []byte("x"), Done: func(r Result) { got = r }}}})
 	if !errors.Is(got.Err, ErrNotLeader) || !Definite(got.Err) {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+// TestBootPersistsTruncatedMark: a replica booted on a log the WAL found
+// TRUNCATED submits the core's mark (TruncatedAtTerm) at once and holds
+// inputs until it is durable, so a crash cannot leave a cut log that the
+// next boot calls CLEAN (the boot window). It failed before New processed
+// the boot's own Ready.
+func TestBootPersistsTruncatedMark(t *testing.T) {
+	tr := leaderOf(t)
+	var got []Result
+	for k := 0; k < 20; k++ {
+		tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{{Data: []byte(fmt.Sprintf("v%d", k)), Done: func(r Result) { got = append(got, r) }}}})
+		tr.flush()
+	}
+	if len(got) != 20 {
+		t.Fatalf("%d results", len(got))
+	}
+	if err := tr.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Damage a durable record in the middle of the log, at rest.
+	names, err := tr.disk.List("/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seg string
+	for _, n := range names {
+		if strings.HasPrefix(n, "seg-") {
+			seg = "/d/" + n
+		}
+	}
+	img, err := tr.disk.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := bytes.Index(img, []byte("v5"))
+	if off < 0 {
+		t.Fatal("record v5 not found on disk")
+	}
+	if err := tr.disk.FlipBit(seg, int64(off), 0); err != nil {
+		t.Fatal(err)
+	}
+	tr.open(1, []raft.NodeID{1}, 0)
+	st := tr.r.Status()
+	if st.Verdict != "TRUNCATED" || !st.Holding {
+		t.Fatalf("after a TRUNCATED recovery: verdict %s holding %v", st.Verdict, st.Holding)
+	}
+	tr.flush()
+	if hs := tr.w.Progress().HardState; hs.TruncatedAtTerm == 0 {
+		t.Fatalf("the TRUNCATED mark is not durable: %+v", hs)
 	}
 }

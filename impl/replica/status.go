@@ -81,6 +81,9 @@ type Status struct {
 	// Failure says why the replica acknowledges nothing (its WAL failed, or
 	// a submission the core counted on was refused); empty when healthy.
 	Failure string
+	// StepLost: the failure came while a step of the core was not yet
+	// durable (see Replica.stepLost).
+	StepLost bool
 }
 
 // Status returns the replica's status. Call it on the replica's goroutine
@@ -91,6 +94,7 @@ func (r *Replica) Status() Status {
 	if r.failErr != nil {
 		st.Failure = r.failErr.Error()
 	}
+	st.StepLost = r.stepLost
 	return st
 }
 

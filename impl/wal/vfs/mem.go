@@ -377,6 +377,13 @@ func (m *MemFS) inject(f memFault, name string) error {
 	return nil
 }
 
+// Down reports whether the disk crashed and has not restarted.
+func (m *MemFS) Down() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.down
+}
+
 // ClearFaults removes every injected fault not yet taken (Fail*, Misdirect*,
 // FlipBitOnRead) and cancels a scheduled CrashAtOp. Random faults (the
 // MemConfig rates) and bits already flipped at rest stay.
