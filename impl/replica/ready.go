@@ -36,12 +36,16 @@ func readyEmpty(rd *raft.Ready) bool {
 func (r *Replica) processReady(rd raft.Ready) {
 	if rd.HardStateChanged {
 		r.term = rd.HardState.Term
-		t, err := r.w.SubmitHardState(hardStateToWAL(rd.HardState))
+		_, err := r.w.SubmitHardState(hardStateToWAL(rd.HardState))
 		if err != nil {
 			r.walError("hard state", err)
 			r.stepLost = true
 		} else {
-			r.hold(t)
+			// SubmitSync covers the hard state and asks the WAL to skip its
+			// group-commit delay: a vote must not wait out --wal-sync-ms
+			// (with a delay above the election timeout no leader would
+			// ever be elected).
+			r.hold(r.w.SubmitSync())
 		}
 	}
 	if rd.TruncateFrom > 0 {

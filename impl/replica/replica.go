@@ -222,13 +222,40 @@ func (r *Replica) run() {
 			r.failErr = err
 			continue
 		}
-		ev := r.queue[0]
-		r.queue[0] = Event{}
-		r.queue = r.queue[1:]
+		ev := r.takeQueued()
 		r.input(ev)
 		r.processReadies()
 		clear(r.ingress)
 	}
+}
+
+// takeQueued pops the next queued input. Proposals and reads queued behind
+// a hold are merged into the first of their kind: one batch for the core
+// (one WAL cycle for every write waiting, one confirmation round for every
+// read), as Runner.drain does for its inbox. Client inputs are independent
+// of each other and of messages, so the merge reorders nothing that
+// matters.
+func (r *Replica) takeQueued() Event {
+	ev := r.queue[0]
+	r.queue[0] = Event{}
+	r.queue = r.queue[1:]
+	if ev.Kind != EventPropose && ev.Kind != EventRead {
+		return ev
+	}
+	kept := r.queue[:0]
+	for _, q := range r.queue {
+		switch {
+		case q.Kind == EventPropose && ev.Kind == EventPropose:
+			ev.Proposals = append(ev.Proposals, q.Proposals...)
+		case q.Kind == EventRead && ev.Kind == EventRead:
+			ev.Reads = append(ev.Reads, q.Reads...)
+		default:
+			kept = append(kept, q)
+		}
+	}
+	clear(r.queue[len(kept):])
+	r.queue = kept
+	return ev
 }
 
 // noteProgress takes a progress report; a failure is remembered for run.
@@ -387,6 +414,7 @@ func (r *Replica) propose(ps []Proposal) {
 		r.proposals = append(r.proposals, pendingProposal{index: first + uint64(k), done: p.Done})
 	}
 	r.stats.Proposals.Add(uint64(len(ps)))
+	r.stats.ProposalBatches.Add(1)
 }
 
 // Close stops the replica and closes its WAL. Pending proposals and reads

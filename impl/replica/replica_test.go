@@ -253,3 +253,42 @@ func TestBootPersistsTruncatedMark(t *testing.T) {
 		t.Fatalf("the TRUNCATED mark is not durable: %+v", hs)
 	}
 }
+
+// TestQueuedProposalsBatched: proposals that wait behind a hold reach the
+// core as one batch (one WAL cycle for all of them).
+func TestQueuedProposalsBatched(t *testing.T) {
+	tr := leaderOf(t)
+	// A campaign-free hold: the single voter's hard state changes when it
+	// learns its own commit; make the replica hold, then queue proposals.
+	var got []Result
+	done := func(r Result) { got = append(got, r) }
+	tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{{Data: []byte("first"), Done: done}}})
+	for tr.w.NextStep() != wal.StepNone && !tr.r.Status().Holding {
+		if err := tr.w.Step(); err != nil {
+			t.Fatal(err)
+		}
+		tr.r.Handle(Event{Kind: EventWAL, Progress: tr.w.Progress()})
+	}
+	if !tr.r.Status().Holding {
+		t.Skip("the replica never held (nothing to batch behind)")
+	}
+	for k := 0; k < 10; k++ {
+		tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{{Data: []byte(fmt.Sprintf("q%d", k)), Done: done}}})
+	}
+	if q := tr.r.Status().Queued; q != 10 {
+		t.Fatalf("queued %d", q)
+	}
+	before := tr.r.Stats().ProposalBatches.Load()
+	tr.flush()
+	if n := tr.r.Stats().ProposalBatches.Load() - before; n != 1 {
+		t.Fatalf("10 queued proposals reached the core in %d batches, want 1", n)
+	}
+	if len(got) != 11 {
+		t.Fatalf("%d results", len(got))
+	}
+	for k, r := range got[1:] {
+		if r.Err != nil || r.Index != got[1].Index+uint64(k) {
+			t.Fatalf("result %d: %+v", k, r)
+		}
+	}
+}

@@ -58,11 +58,11 @@ func AllBugs() []Bug {
 // Stats are a replica's counters since boot. Safe to read from any
 // goroutine.
 type Stats struct {
-	Events, MessagesReceived, MessagesSent, MessagesDropped, MessagesInvalid   atomic.Uint64
-	RecordsRefused, ChainMismatches, LocalCorruptions, RecordsAppendedShipped  atomic.Uint64
-	Proposals, ProposalsRefused, ProposalsLost, Reads, ReadRounds              atomic.Uint64
-	Holds, TruncationSyncs, WALFailures, Alerts, LeaderElections, ReadiesEmpty atomic.Uint64
-	Applied                                                                    atomic.Uint64
+	Events, MessagesReceived, MessagesSent, MessagesDropped, MessagesInvalid       atomic.Uint64
+	RecordsRefused, ChainMismatches, LocalCorruptions, RecordsAppendedShipped      atomic.Uint64
+	Proposals, ProposalBatches, ProposalsRefused, ProposalsLost, Reads, ReadRounds atomic.Uint64
+	Holds, TruncationSyncs, WALFailures, Alerts, LeaderElections, ReadiesEmpty     atomic.Uint64
+	Applied                                                                        atomic.Uint64
 }
 
 // Stats returns the replica's counters.
