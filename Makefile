@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run explore bugs tlc long-trace bench clean mutate-spec mutate-raft mutate-wal
+.PHONY: all build test test-go test-race test-tlc check run explore bugs tlc long-trace sim-long bench clean mutate-spec mutate-raft mutate-wal
 
 all: build
 
@@ -64,6 +64,11 @@ explore: build
 ## bugs: replay every failure story (scripts/bugs.sh; 10-20 minutes).
 bugs:
 	./scripts/bugs.sh
+
+## sim-long: the replica runtime's simulator, 10,000 seeds with every
+## fault on (docs/runtime.md; about 10 minutes on 2 cores).
+sim-long:
+	SIM_SEEDS=1-10000 $(GO) test -count=1 -timeout 0 -run 'TestSimulatedRuntime' -v ./conformance/ | tail -3
 
 ## long-trace: a run of 20,000 client writes of the harness, with crashes,
 ## partitions and corruptions, traced (version 2) and checked against the

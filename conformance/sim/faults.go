@@ -53,7 +53,7 @@ func (s *Sim) faultLoop() {
 		return
 	}
 	kinds[s.rng.IntN(len(kinds))](s)
-	s.at(s.randDur(20*time.Millisecond, 300*time.Millisecond), s.faultLoop)
+	s.at(s.randDur(0, 2*s.opts.Rates.FaultEvery), s.faultLoop)
 }
 
 func (s *Sim) randomUp() *Node {

@@ -26,21 +26,21 @@ func (nw *network) init(s *Sim) {
 func (nw *network) send(m replica.Message) {
 	s := nw.s
 	f := s.opts.Faults
-	if f.Drops && !s.healing && s.chance(0.02) {
+	if f.Drops && !s.healing && s.chance(s.opts.Rates.Drop) {
 		nw.drop(&m, &m)
 		return
 	}
 	// orig is what was sent: a drop is a drop of it, even if the wire
 	// damaged the copy in flight.
 	orig := m
-	if f.WireFlips && !s.healing && m.Type == raft.MsgApp && len(m.Entries) > 0 && s.chance(0.01) {
+	if f.WireFlips && !s.healing && m.Type == raft.MsgApp && len(m.Entries) > 0 && s.chance(s.opts.Rates.WireFlip) {
 		m = nw.flipInTransit(m)
 	}
 	d := s.randDur(50*time.Microsecond, time.Millisecond)
-	if f.Delays && !s.healing && s.chance(0.05) {
+	if f.Delays && !s.healing && s.chance(s.opts.Rates.Delay) {
 		d = s.randDur(time.Millisecond, 50*time.Millisecond)
 	}
-	if f.Dups && !s.healing && s.chance(0.01) {
+	if f.Dups && !s.healing && s.chance(s.opts.Rates.Dup) {
 		s.Counts.Duplicated++
 		nw.event("DuplicateMessage", &orig.Message)
 		d2 := s.randDur(50*time.Microsecond, 20*time.Millisecond)

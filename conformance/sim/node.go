@@ -241,7 +241,7 @@ func (n *Node) latency(kind wal.StepKind) time.Duration {
 	if kind != wal.StepSync {
 		return s.randDur(5*time.Microsecond, 50*time.Microsecond)
 	}
-	if s.opts.Faults.SlowSyncs && s.chance(0.01) {
+	if s.opts.Faults.SlowSyncs && s.chance(s.opts.Rates.SlowSync) {
 		s.Counts.SlowSyncs++
 		return s.randDur(50*time.Millisecond, 3*10*s.opts.Tick*2)
 	}
@@ -286,9 +286,9 @@ func (n *Node) operatorRestart() {
 func (n *Node) notify(p wal.Progress) {
 	s := n.s
 	at := s.now
-	if s.opts.Faults.LateNotify && s.chance(0.05) {
+	if s.opts.Faults.LateNotify && s.chance(s.opts.Rates.LateNotify) {
 		s.Counts.LateNotifies++
-		at += s.randDur(0, 3*time.Millisecond)
+		at += s.randDur(0, s.opts.Rates.LateNotifyMax)
 	}
 	at = max(at, n.notifyAt)
 	n.notifyAt = at
@@ -299,6 +299,9 @@ func (n *Node) notify(p wal.Progress) {
 	}
 	s.at(at-s.now, func() {
 		if n.epoch == ep {
+			if cur := n.w.Progress(); p.DurableIndex > cur.DurableIndex || (p.DurableIndex == cur.DurableIndex && p.DurableTerm != cur.DurableTerm) {
+				s.Counts.StaleReports++ // from before a truncation
+			}
 			n.handle(replica.Event{Kind: replica.EventWAL, Progress: p})
 		}
 	})

@@ -28,8 +28,9 @@ type Options struct {
 	// to Skew (a fraction, e.g. 0.05) from it.
 	Tick time.Duration
 	Skew float64
-	// Faults switches fault kinds on; Rates scales how often they strike.
+	// Faults switches fault kinds on; Rates says how often they strike.
 	Faults Faults
+	Rates  Rates
 	// Client load: a proposal every ProposeEvery (virtual, on average),
 	// a read every ReadEvery; zero turns them off.
 	ProposeEvery, ReadEvery time.Duration
@@ -68,6 +69,43 @@ type Faults struct {
 	WireFlips bool
 }
 
+// Rates are the probabilities and intervals of the faults.
+type Rates struct {
+	// Per message: dropped, delayed long (1-50 ms), duplicated, flipped on
+	// the wire.
+	Drop, Delay, Dup, WireFlip float64
+	// Per fdatasync: slow (50 ms to three election timeouts).
+	SlowSync float64
+	// Per WAL progress report: late, by up to LateNotifyMax.
+	LateNotify    float64
+	LateNotifyMax time.Duration
+	// FaultEvery is the mean interval between crashes, disk faults and
+	// partitions.
+	FaultEvery time.Duration
+}
+
+// BaseRates are the rates the swarm scales.
+var BaseRates = Rates{Drop: 0.02, Delay: 0.05, Dup: 0.01, WireFlip: 0.01, SlowSync: 0.01,
+	LateNotify: 0.05, LateNotifyMax: 3 * time.Millisecond, FaultEvery: 160 * time.Millisecond}
+
+// SwarmRates draws a seed's own fault mix (swarm testing, as TigerBeetle's
+// VOPR does): each rate is the base rate scaled by 1/4, 1 or 4, so that
+// different seeds stress different corners.
+func SwarmRates(seed uint64) Rates {
+	rng := rand.New(rand.NewPCG(seed, 0x5a4a))
+	scale := func() float64 { return [...]float64{0.25, 1, 4}[rng.IntN(3)] }
+	r := BaseRates
+	r.Drop *= scale()
+	r.Delay *= scale()
+	r.Dup *= scale()
+	r.WireFlip *= scale()
+	r.SlowSync *= scale()
+	r.LateNotify = [...]float64{0.02, 0.1, 0.5}[rng.IntN(3)]
+	r.LateNotifyMax = [...]time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond}[rng.IntN(3)]
+	r.FaultEvery = time.Duration(float64(r.FaultEvery) * scale())
+	return r
+}
+
 // AllFaults turns every fault kind on.
 func AllFaults() Faults {
 	return Faults{Drops: true, Dups: true, Delays: true, Partitions: true, Crashes: true, Flips: true,
@@ -77,8 +115,8 @@ func AllFaults() Faults {
 // Default is the fault mix and load of the randomized runs for a seed.
 func Default(seed uint64) Options {
 	return Options{N: 3 + int(seed%3), Seed: seed, Duration: 3 * time.Second, HealMax: 20 * time.Second,
-		Tick: 10 * time.Millisecond, Skew: 0.05, Faults: AllFaults(),
-		ProposeEvery: 20 * time.Millisecond, ReadEvery: 20 * time.Millisecond,
+		Tick: 10 * time.Millisecond, Skew: 0.05, Faults: AllFaults(), Rates: SwarmRates(seed),
+		ProposeEvery: 4 * time.Millisecond, ReadEvery: 20 * time.Millisecond,
 		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true}
 }
 

@@ -58,7 +58,7 @@ func (r *Replica) processReady(rd raft.Ready) {
 	if len(rd.Entries) > 0 {
 		r.appendEntries(rd.Entries)
 	}
-	if rd.TruncateFrom > 0 && r.failErr == nil {
+	if rd.TruncateFrom > 0 && r.failErr == nil && r.cfg.Raft.TestingBugs&raft.BugTruncationNotSynced == 0 {
 		r.hold(r.w.SubmitSync())
 		r.stats.TruncationSyncs.Add(1)
 	}

@@ -292,3 +292,67 @@ func TestQueuedProposalsBatched(t *testing.T) {
 		}
 	}
 }
+
+// app builds an AppendEntries from leader 1 with entries of term at
+// indexes prev+1.., their records chained to the follower's own chain value
+// at prev (so they verify where the logs agree).
+func (tr *testReplica) app(term, prev, prevTerm uint64, termsOf []uint64) Message {
+	tr.t.Helper()
+	sum, err := tr.w.Checksum(prev)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	m := Message{Message: raft.Message{Type: raft.MsgApp, From: 1, To: 2, Term: term, PrevLogIndex: prev, PrevLogTerm: prevTerm}, PrevChecksum: sum}
+	for k, t := range termsOf {
+		e := raft.Entry{Index: prev + 1 + uint64(k), Term: t, Data: []byte(fmt.Sprintf("e%d/%d", t, prev+1+uint64(k)))}
+		rec, s := wal.EncodeRecord(sum, wal.Entry{Index: e.Index, Term: e.Term, Data: e.Data})
+		m.Entries, m.Records, sum = append(m.Entries, e), append(m.Records, rec), s
+	}
+	return m
+}
+
+// TestStaleProgressAfterTruncation: a progress report taken before a suffix
+// truncation and delivered after it must not make the core count the new,
+// unsynced entries durable. The core refuses it because the durable entry's
+// term differs; with BugAdvanceLastTerm it does not. The replica's
+// truncation sync would hide the report; raft.BugTruncationNotSynced turns
+// that hold off so the report reaches the core.
+func TestStaleProgressAfterTruncation(t *testing.T) {
+	for _, bug := range []Bug{0, BugAdvanceLastTerm} {
+		tr := &testReplica{t: t, disk: vfs.NewMemFS(vfs.MemConfig{Seed: 2}), net: &capture{}, sm: &entries{}}
+		w, rec, err := wal.Open(tr.disk, "/d", wal.Options{Stepped: true, Clock: &fakeClock{now: time.Unix(1, 0)}, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := raft.Config{ID: 2, Voters: []raft.NodeID{1, 2, 3}, ElectionTick: 10, HeartbeatTick: 1,
+			Rand: rand.New(rand.NewPCG(2, 1)), TestingBugs: raft.BugTruncationNotSynced}
+		r, err := New(Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: tr.sm, Transport: tr.net, Logger: quiet, TestingBugs: bug})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.w, tr.r = w, r
+		tr.flush()
+		deliver := func(m Message) { tr.r.Handle(Event{Kind: EventMessage, Msg: m}); tr.flush() }
+		deliver(tr.app(2, 0, 0, nil))                     // term 2
+		deliver(tr.app(2, 0, 0, []uint64{2, 2, 2, 2, 2})) // 1..5 durable, and the core knows
+		stale := tr.w.Progress()
+		if stale.DurableIndex != 5 || stale.DurableTerm != 2 {
+			t.Fatalf("durable %d/%d, want 5/2", stale.DurableIndex, stale.DurableTerm)
+		}
+		deliver(tr.app(3, 5, 2, nil)) // a leader of term 3
+		// It replaces 3..5 with entries of its own, 3..6; nothing is synced.
+		tr.r.Handle(Event{Kind: EventMessage, Msg: tr.app(3, 2, 2, []uint64{3, 3, 3, 3})})
+		if d := tr.w.Progress().DurableIndex; d != 2 {
+			t.Fatalf("WAL durable %d after the truncation, want 2", d)
+		}
+		tr.r.Handle(Event{Kind: EventWAL, Progress: tr.w.Progress()}) // a fresh report
+		tr.r.Handle(Event{Kind: EventWAL, Progress: stale})           // and the stale one, late
+		core, disk := tr.r.Status().Durable, tr.w.Progress().DurableIndex
+		switch {
+		case bug == 0 && core > disk:
+			t.Fatalf("the core counts %d durable, the WAL %d: the stale report passed", core, disk)
+		case bug != 0 && core <= disk:
+			t.Fatalf("with %v the stale report should pass (core %d, WAL %d)", bug, core, disk)
+		}
+	}
+}

@@ -23,6 +23,10 @@ const (
 	// BugAdvanceLastTerm: Advance reports the durable index with the term
 	// of the last appended entry instead of the durable entry's, so a
 	// progress report from before a truncation passes the core's check.
+	// Defence in depth: the truncation's sync holds inputs until progress
+	// covers it, so a report from before it never reaches Advance; with
+	// raft.BugTruncationNotSynced (which the replica honours by not
+	// holding) it does.
 	BugAdvanceLastTerm
 	// BugNoChainCheck: an AppendEntries is accepted without verifying its
 	// records and their hash chain (entries are re-encoded locally).
