@@ -1,0 +1,268 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/wire"
+)
+
+// Config configures a Transport.
+type Config struct {
+	// ID is this node; ClusterID the cluster's id (written at bootstrap
+	// into the data directory); Peers every member's peer address, this
+	// node's included or not.
+	ID        raft.NodeID
+	ClusterID uint64
+	Peers     map[raft.NodeID]string
+	// ClientAddr is this node's client address, told to every peer in the
+	// handshake (for forwarding and redirects).
+	ClientAddr string
+	// Listener accepts the peers' connections (the caller makes it: TLS, when
+	// it comes, wraps it there). Dial makes an outbound connection; default
+	// net.Dialer with DialTimeout.
+	Listener net.Listener
+	Dial     func(ctx context.Context, addr string) (net.Conn, error)
+	// Deliver receives every inbound message that decoded (replica.Runner's
+	// Deliver). It must not block.
+	Deliver func(replica.Message)
+	Logger  *slog.Logger
+
+	// QueueMessagesMax and QueueBytesMax bound each peer's send queue; a
+	// message beyond either is dropped and counted. Defaults 4096 and 64 MiB.
+	QueueMessagesMax int
+	QueueBytesMax    int
+	// FrameBytesMax bounds one frame's payload, both ways. Default 16 MiB.
+	FrameBytesMax int
+	Limits        Limits
+	// BackoffMin and BackoffMax bound the jittered, doubling wait between
+	// failed dials. Defaults 20ms and 1s.
+	BackoffMin, BackoffMax time.Duration
+	// DialTimeout, HandshakeTimeout and WriteTimeout bound a dial, the
+	// handshake, and one write. Defaults 1s, 2s and 5s.
+	DialTimeout, HandshakeTimeout, WriteTimeout time.Duration
+}
+
+func (c *Config) defaults() {
+	setInt := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	setDur := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	setInt(&c.QueueMessagesMax, 4096)
+	setInt(&c.QueueBytesMax, 64<<20)
+	setInt(&c.FrameBytesMax, 16<<20)
+	setDur(&c.BackoffMin, 20*time.Millisecond)
+	setDur(&c.BackoffMax, time.Second)
+	setDur(&c.DialTimeout, time.Second)
+	setDur(&c.HandshakeTimeout, 2*time.Second)
+	setDur(&c.WriteTimeout, 5*time.Second)
+	if c.Limits == (Limits{}) {
+		c.Limits = DefaultLimits
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Dial == nil {
+		d := &net.Dialer{Timeout: c.DialTimeout}
+		c.Dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+}
+
+// Transport is the TCP peer transport: it implements replica.Transport
+// (Send never blocks) and delivers inbound messages to Config.Deliver.
+//
+// One outbound connection per peer carries this node's messages to it; a
+// writer goroutine per peer takes every message queued at once and writes
+// them in one write, as frames of at most FrameBytesMax. A failed dial or
+// write drops what was queued (the protocol retries) and redials after a
+// jittered, doubling, capped backoff. Inbound connections are read-only:
+// after the handshake the acceptor only reads frames of messages.
+type Transport struct {
+	cfg   Config
+	log   *slog.Logger
+	peers map[raft.NodeID]*peer
+	stats Stats
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	clientAddr map[raft.NodeID]string
+	inbound    map[raft.NodeID]net.Conn
+	conns      map[net.Conn]struct{} // every open connection, to close at Close
+	closed     bool
+}
+
+// New returns a transport; Start starts it.
+func New(cfg Config) (*Transport, error) {
+	cfg.defaults()
+	if cfg.ID == raft.None || cfg.Listener == nil || cfg.Deliver == nil {
+		return nil, errors.New("transport: config needs ID, Listener and Deliver")
+	}
+	if _, ok := cfg.Peers[cfg.ID]; !ok {
+		return nil, fmt.Errorf("transport: node %d is not among the peers %v", cfg.ID, cfg.Peers)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Transport{cfg: cfg, log: cfg.Logger, peers: map[raft.NodeID]*peer{}, ctx: ctx, cancel: cancel,
+		clientAddr: map[raft.NodeID]string{}, inbound: map[raft.NodeID]net.Conn{}, conns: map[net.Conn]struct{}{}}
+	for id, addr := range cfg.Peers {
+		if id == cfg.ID {
+			continue
+		}
+		t.peers[id] = newPeer(t, id, addr)
+	}
+	return t, nil
+}
+
+// Start starts the accept loop and one writer per peer.
+func (t *Transport) Start() {
+	t.wg.Add(1)
+	go func() { defer t.wg.Done(); t.acceptLoop() }()
+	for _, p := range t.peers {
+		t.wg.Add(1)
+		go func() { defer t.wg.Done(); p.run() }()
+	}
+}
+
+// Close stops the transport: the listener and every connection are
+// closed, and every goroutine has ended when it returns.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	conns := make([]net.Conn, 0, len(t.conns))
+	for c := range t.conns {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	t.cancel()
+	err := t.cfg.Listener.Close()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	for _, p := range t.peers {
+		p.wake()
+	}
+	t.wg.Wait()
+	return err
+}
+
+// track registers an open connection (false once the transport closed).
+func (t *Transport) track(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.conns[c] = struct{}{}
+	return true
+}
+
+func (t *Transport) untrack(c net.Conn) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
+	_ = c.Close()
+}
+
+// Send queues every message for its peer and returns at once; a message
+// for an unknown peer or beyond a full queue is dropped and counted.
+func (t *Transport) Send(ms []replica.Message) {
+	for k := range ms {
+		p := t.peers[ms[k].To]
+		if p == nil {
+			t.stats.DroppedUnknownPeer.Add(1)
+			continue
+		}
+		p.enqueue(ms[k])
+	}
+}
+
+// ClientAddr returns the client address peer id told in its last
+// handshake ("" when none yet).
+func (t *Transport) ClientAddr(id raft.NodeID) string {
+	if id == t.cfg.ID {
+		return t.cfg.ClientAddr
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.clientAddr[id]
+}
+
+func (t *Transport) learnClientAddr(id raft.NodeID, addr string) {
+	t.mu.Lock()
+	t.clientAddr[id] = addr
+	t.mu.Unlock()
+}
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() *Stats { return &t.stats }
+
+// PeerStatus is one peer as the transport sees it.
+type PeerStatus struct {
+	ID         raft.NodeID `json:"id"`
+	PeerAddr   string      `json:"peer_addr"`
+	ClientAddr string      `json:"client_addr"`
+	// Connected: the outbound connection is up (handshake done).
+	Connected bool `json:"connected"`
+	// Inbound: the peer's connection to this node is up.
+	Inbound bool   `json:"inbound"`
+	Queued  int    `json:"queued"`
+	Dropped uint64 `json:"dropped"`
+	// LastError is the last dial, handshake or write failure.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Peers returns the status of every peer, by id.
+func (t *Transport) Peers() []PeerStatus {
+	out := make([]PeerStatus, 0, len(t.peers))
+	for id, p := range t.peers {
+		st := p.status()
+		st.ClientAddr = t.ClientAddr(id)
+		t.mu.Lock()
+		st.Inbound = t.inbound[id] != nil
+		t.mu.Unlock()
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b PeerStatus) int { return int(a.ID) - int(b.ID) })
+	return out
+}
+
+// Addr is the peer listener's address.
+func (t *Transport) Addr() net.Addr { return t.cfg.Listener.Addr() }
+
+// errClosed ends a goroutine at Close.
+var errClosed = errors.New("transport: closed")
+
+// writeFrames writes b to c within the write timeout.
+func (t *Transport) writeFrames(c net.Conn, b []byte) error {
+	if err := c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	_, err := c.Write(b)
+	if err == nil {
+		t.stats.BytesSent.Add(uint64(len(b)))
+	}
+	return err
+}
+
+// readerFor returns a frame reader with the transport's size limit.
+func (t *Transport) readerFor(c net.Conn) *wire.Reader { return wire.NewReader(c, t.cfg.FrameBytesMax) }
