@@ -11,7 +11,7 @@ type Stats struct {
 	Accepted, HandshakesRefused, ConnectionsReplaced atomic.Uint64
 	// Traffic.
 	FramesSent, FramesReceived, BytesSent, BytesReceived atomic.Uint64
-	MessagesSent, MessagesReceived, Writes                 atomic.Uint64
+	MessagesSent, MessagesReceived, Writes               atomic.Uint64
 	// Drops: a full queue, a failed write (what it carried and what was
 	// queued), a message for a node not in the cluster, one that could not
 	// be encoded.
