@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/lossyfs"
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/server"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("raftd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		id            = fs.Uint64("id", 0, "this node's id (required; one of --peers)")
+		data          = fs.String("data", "", "data directory (required)")
+		listenClient  = fs.String("listen-client", "127.0.0.1:7001", "client address: HTTP and the pipelined protocol")
+		listenPeer    = fs.String("listen-peer", "127.0.0.1:7101", "peer address")
+		advertise     = fs.String("advertise-client", "", "client address told to peers (default: the listener's)")
+		peers         = fs.String("peers", "", "the initial cluster, id=host:port of each peer address, read at the first boot only")
+		token         = fs.String("cluster-token", "durableraft", "enters the cluster id at the first boot")
+		walSyncMs     = fs.Int("wal-sync-ms", 0, "bound on the WAL's group-commit delay in ms (never a durability gap)")
+		traceDir      = fs.String("trace", "", "write the core's trace (ndjson) into this directory")
+		tickMs        = fs.Int("tick-ms", 20, "protocol tick in ms (election timeout 10-20 ticks)")
+		reqTimeout    = fs.Duration("request-timeout", 5*time.Second, "a client request's time limit")
+		logFormat     = fs.String("log-format", "text", "text or json")
+		logLevel      = fs.String("log-level", "info", "debug, info, warn or error")
+		lossy         = fs.Bool("testing-lossy-fs", false, "TESTS ONLY: keep unsynced writes in memory (kill -9 loses them)")
+		bugs          = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
+		snapshotEvery = fs.Int("snapshot-entries", 0, "snapshot thresholds: not implemented yet (issue 11); must be 0")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "raftd:", err)
+		return 2
+	}
+	if *id == 0 || *data == "" {
+		fmt.Fprintln(stderr, "raftd: --id and --data are required")
+		fs.Usage()
+		return 2
+	}
+	if *snapshotEvery != 0 {
+		fmt.Fprintln(stderr, "raftd: --snapshot-entries: snapshots are not implemented yet (issue 11)")
+		return 2
+	}
+	cfg := server.Config{ID: raft.NodeID(*id), DataDir: *data, ClientAddr: *listenClient, PeerAddr: *listenPeer,
+		AdvertiseClient: *advertise, ClusterToken: *token, WALSyncDelay: time.Duration(*walSyncMs) * time.Millisecond,
+		TraceDir: *traceDir, TickInterval: time.Duration(*tickMs) * time.Millisecond, RequestTimeout: *reqTimeout, Logger: logger}
+	if *peers != "" {
+		if cfg.InitialPeers, err = server.ParsePeers(*peers); err != nil {
+			fmt.Fprintln(stderr, "raftd:", err)
+			return 2
+		}
+	}
+	if *lossy {
+		cfg.FS, cfg.TestingLossyFS = lossyfs.New(), true
+	}
+	if cfg.TestingCoreBugs, cfg.TestingReplicaBugs, err = parseBugs(*bugs); err != nil {
+		fmt.Fprintln(stderr, "raftd:", err)
+		return 2
+	}
+	n, err := server.Open(cfg)
+	if err != nil {
+		logger.Error("raftd: cannot start", "err", err)
+		return 1
+	}
+	n.Start()
+	// The one line a script or test waits for.
+	fmt.Fprintf(os.Stdout, "raftd: node %d serving client=%s peer=%s\n", *id, n.ClientAddr(), n.PeerAddr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	logger.Info("raftd: stopping", "signal", s.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
+		logger.Error("raftd: stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	o := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: text or json", format)
+}
+
+// parseBugs splits names between the core's switches and the replica's.
+func parseBugs(s string) (raft.Bug, replica.Bug, error) {
+	var core raft.Bug
+	var rep replica.Bug
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if b, err := raft.ParseBugs(name); err == nil {
+			core |= b
+			continue
+		}
+		found := false
+		for _, b := range replica.AllBugs() {
+			if b.String() == name {
+				rep |= b
+				found = true
+			}
+		}
+		if !found {
+			return 0, 0, errors.New("--testing-bugs: unknown switch " + name)
+		}
+	}
+	return core, rep, nil
+}

@@ -1,0 +1,335 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/kv"
+	"github.com/durableraft/durableraft/impl/kvproto"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/wire"
+)
+
+// pipeServer serves the pipelined client protocol (impl/kvproto) on
+// connections the client port routed to it.
+type pipeServer struct {
+	n     *Node
+	mu    sync.Mutex
+	conns map[*pipeConn]struct{}
+	wg    sync.WaitGroup
+	done  bool
+}
+
+// pipeInflightMax bounds the requests one connection has in flight;
+// beyond it a request is refused as busy (definite).
+const pipeInflightMax = 8192
+
+func newPipeServer(n *Node) *pipeServer { return &pipeServer{n: n, conns: map[*pipeConn]struct{}{}} }
+
+func (s *pipeServer) close() {
+	s.mu.Lock()
+	s.done = true
+	for c := range s.conns {
+		_ = c.c.Close()
+	}
+	s.mu.Unlock()
+}
+
+func (s *pipeServer) wait() { s.wg.Wait() }
+
+// pipeConn is one client connection: a reader that decodes request frames
+// and hands each frame's writes to the replica as one batch of proposals
+// and its reads as one batch of reads; the answers (called on the
+// replica's goroutine, never blocking) queue in out, and a writer sends
+// every answer ready at once in one frame. A request with no answer by its
+// deadline is answered unknown_outcome (a write) or busy (a read).
+type pipeConn struct {
+	s   *pipeServer
+	c   net.Conn
+	mu  sync.Mutex
+	out []kvproto.Response
+	// pending maps a request id to its answered flag: whoever swaps it
+	// first (the replica's answer or the deadline sweep) answers.
+	pending map[uint64]*pendingReq
+	signal  chan struct{}
+	closed  chan struct{}
+}
+
+type pendingReq struct {
+	answered atomic.Bool
+	deadline time.Time
+	write    bool
+}
+
+func (s *pipeServer) serve(c net.Conn, br *bufio.Reader) {
+	n := s.n
+	pc := &pipeConn{s: s, c: c, pending: map[uint64]*pendingReq{}, signal: make(chan struct{}, 1), closed: make(chan struct{})}
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	s.conns[pc] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+	n.stats.PipeConns.Add(1)
+	go func() { defer s.wg.Done(); pc.writeLoop() }()
+	defer s.wg.Done()
+	err := pc.readLoop(br)
+	if errors.Is(err, wire.ErrFrame) {
+		n.stats.PipeBadFrames.Add(1)
+		n.log.Warn("server: bad client frame; closing the connection", "remote", c.RemoteAddr().String(), "err", err)
+	}
+	close(pc.closed)
+	_ = c.Close()
+	s.mu.Lock()
+	delete(s.conns, pc)
+	s.mu.Unlock()
+}
+
+func (pc *pipeConn) readLoop(br *bufio.Reader) error {
+	fr := wire.NewReader(br, kvproto.PayloadBytesMax)
+	for {
+		f, err := fr.Read()
+		if err != nil {
+			return err
+		}
+		if f.Type != kvproto.FrameRequests {
+			return errFrameType(f.Type)
+		}
+		reqs, err := kvproto.DecodeRequests(f.Payload)
+		if err != nil {
+			return err
+		}
+		pc.handle(reqs)
+	}
+}
+
+func errFrameType(t uint8) error {
+	return &frameTypeError{t}
+}
+
+type frameTypeError struct{ t uint8 }
+
+func (e *frameTypeError) Error() string {
+	return "wire: bad frame: unexpected frame type on the client port"
+}
+func (e *frameTypeError) Unwrap() error { return wire.ErrFrame }
+
+// handle submits one frame's requests: its writes as one proposal batch,
+// its linearizable reads as one read batch; stale reads are answered at
+// once.
+func (pc *pipeConn) handle(reqs []kvproto.Request) {
+	n := pc.s.n
+	deadline := time.Now().Add(n.cfg.RequestTimeout)
+	var data [][]byte
+	var dones []func(proposed)
+	var writes []*pendingReq
+	var writeIDs []uint64
+	var reads []replica.Read
+	for k := range reqs {
+		rq := reqs[k]
+		n.stats.Requests.Add(1)
+		p := &pendingReq{deadline: deadline, write: rq.Op == kvproto.OpCommand}
+		if !pc.track(rq.ID, p) {
+			pc.refuse(rq.ID, errorf(CodeBusy, "more than %d requests in flight on this connection, or a repeated id", pipeInflightMax))
+			continue
+		}
+		switch rq.Op {
+		case kvproto.OpStaleRead:
+			a := n.read(context.Background(), rq.Key, true)
+			pc.answerRead(rq.ID, p, a)
+		case kvproto.OpRead:
+			n.stats.Reads.Add(1)
+			reads = append(reads, replica.Read{Done: n.readDone(rq.Key, func(a readAnswer) { pc.answerRead(rq.ID, p, a) })})
+		case kvproto.OpCommand:
+			n.stats.Writes.Add(1)
+			b, e := restamp(rq.Command)
+			if e != nil {
+				pc.answerOnce(rq.ID, p, nil, e)
+				continue
+			}
+			data = append(data, b)
+			writes, writeIDs = append(writes, p), append(writeIDs, rq.ID)
+			dones = append(dones, func(pr proposed) {
+				r, e := n.outcome(pr)
+				if e != nil && e.Code != CodeNotFound && e.Code != CodeMismatch {
+					pc.answerOnce(rq.ID, p, nil, e)
+					return
+				}
+				pc.answerOnce(rq.ID, p, &r, nil)
+			})
+		}
+	}
+	if len(data) > 0 {
+		if e := n.propose(data, dones); e != nil {
+			for k, p := range writes {
+				pc.answerOnce(writeIDs[k], p, nil, e)
+			}
+		}
+	}
+	if len(reads) > 0 {
+		if n.stopping.Load() {
+			for _, rd := range reads {
+				rd.Done(replica.ReadResult{Err: replica.ErrClosed})
+			}
+		} else if err := n.run.Submit(replica.Event{Kind: replica.EventRead, Reads: reads}); err != nil {
+			for _, rd := range reads {
+				rd.Done(replica.ReadResult{Err: err})
+			}
+		}
+	}
+}
+
+// restamp decodes a client's command strictly, stamps the leader's clock
+// into it and encodes it again.
+func restamp(b []byte) ([]byte, *Error) {
+	c, err := kv.DecodeCommand(b)
+	if errors.Is(err, kv.ErrTooLarge) {
+		return nil, errorf(CodeTooLarge, "%v", err)
+	}
+	if err != nil {
+		return nil, errorf(CodeBadRequest, "%v", err)
+	}
+	return stamp(c)
+}
+
+func (pc *pipeConn) track(id uint64, p *pendingReq) bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if _, dup := pc.pending[id]; dup || len(pc.pending) >= pipeInflightMax {
+		return false
+	}
+	pc.pending[id] = p
+	return true
+}
+
+func (pc *pipeConn) answerRead(id uint64, p *pendingReq, a readAnswer) {
+	if !p.answered.CompareAndSwap(false, true) {
+		return
+	}
+	if a.err != nil {
+		pc.answer(id, nil, a.err)
+		return
+	}
+	pc.push(id, true, kvproto.Response{ID: id, Status: kvproto.StatusValue, Found: a.found, Revision: a.revision, Value: a.value})
+}
+
+func (pc *pipeConn) answerOnce(id uint64, p *pendingReq, r *kv.Result, e *Error) {
+	if p.answered.CompareAndSwap(false, true) {
+		pc.answer(id, r, e)
+	}
+}
+
+func (pc *pipeConn) answer(id uint64, r *kv.Result, e *Error) {
+	if e != nil {
+		pc.push(id, true, pc.errorResponse(id, e))
+		return
+	}
+	pc.push(id, true, kvproto.Response{ID: id, Status: kvproto.StatusResult, Result: r.Marshal()})
+}
+
+// refuse answers a request that was never tracked.
+func (pc *pipeConn) refuse(id uint64, e *Error) { pc.push(id, false, pc.errorResponse(id, e)) }
+
+func (pc *pipeConn) errorResponse(id uint64, e *Error) kvproto.Response {
+	n := pc.s.n
+	n.leaderOf(e)
+	if e.Definite() {
+		n.stats.Definite.Add(1)
+	} else {
+		n.stats.Unknown.Add(1)
+	}
+	return kvproto.Response{ID: id, Status: kvproto.StatusError, Code: e.Code, Message: kvproto.Clip(e.Message),
+		Definite: e.Definite(), Leader: uint64(e.Leader), LeaderAddr: e.LeaderAddr}
+}
+
+// push queues a response (never blocking: it may run on the replica's
+// goroutine).
+func (pc *pipeConn) push(id uint64, tracked bool, r kvproto.Response) {
+	pc.mu.Lock()
+	if tracked {
+		delete(pc.pending, id)
+	}
+	pc.out = append(pc.out, r)
+	pc.mu.Unlock()
+	select {
+	case pc.signal <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes every queued response at once, and answers requests
+// past their deadline.
+func (pc *pipeConn) writeLoop() {
+	sweep := time.NewTicker(100 * time.Millisecond)
+	defer sweep.Stop()
+	var buf []byte
+	var batch []kvproto.Response
+	for {
+		select {
+		case <-pc.closed:
+			return
+		case <-pc.s.n.ctx.Done():
+			_ = pc.c.Close()
+			return
+		case <-sweep.C:
+			pc.expire()
+			continue
+		case <-pc.signal:
+		}
+		pc.mu.Lock()
+		batch, pc.out = pc.out, batch[:0]
+		pc.mu.Unlock()
+		buf = buf[:0]
+		for k := 0; k < len(batch); {
+			var start int
+			buf, start = wire.BeginFrame(buf, kvproto.FrameResponses)
+			size, j := 4, k
+			for j < len(batch) && (j == k || size+kvproto.ResponseSize(&batch[j]) <= kvproto.PayloadBytesMax) && j-k < kvproto.BatchMax {
+				size += kvproto.ResponseSize(&batch[j])
+				j++
+			}
+			buf = kvproto.EncodeResponses(buf, batch[k:j])
+			buf = wire.FinishFrame(buf, start)
+			k = j
+		}
+		clear(batch)
+		_ = pc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := pc.c.Write(buf); err != nil {
+			_ = pc.c.Close()
+			return
+		}
+	}
+}
+
+// expire answers requests past their deadline: a write's outcome is
+// unknown (it may be in the log), a read is busy.
+func (pc *pipeConn) expire() {
+	now := time.Now()
+	type due struct {
+		id uint64
+		p  *pendingReq
+	}
+	var late []due
+	pc.mu.Lock()
+	for id, p := range pc.pending {
+		if now.After(p.deadline) {
+			late = append(late, due{id, p})
+		}
+	}
+	pc.mu.Unlock()
+	for _, d := range late {
+		if d.p.write {
+			pc.answerOnce(d.id, d.p, nil, errorf(CodeUnknown, "no answer within the request's time: the entry may be in the log"))
+		} else {
+			pc.answerOnce(d.id, d.p, nil, errorf(CodeBusy, "the read was not confirmed in time"))
+		}
+	}
+}

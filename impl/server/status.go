@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/transport"
+)
+
+// StatusBody is /v1/status: the replica's status (the core's role, term,
+// fence and why), why the node will not serve when it will not, the WAL's
+// recovery and progress, the counters, and the test switches in force.
+type StatusBody struct {
+	ID         uint64 `json:"id"`
+	ClusterID  string `json:"cluster_id"`
+	Role       string `json:"role"`
+	Term       uint64 `json:"term"`
+	Vote       uint64 `json:"vote"`
+	Leader     uint64 `json:"leader"`
+	LeaderAddr string `json:"leader_addr,omitempty"`
+	// NotServing says why this node will not serve requests ("" when it
+	// will): a failed WAL, a fence and its reason, no known leader.
+	NotServing string `json:"not_serving,omitempty"`
+
+	Commit        uint64 `json:"commit"`
+	Applied       uint64 `json:"applied"`
+	Durable       uint64 `json:"durable"`
+	Last          uint64 `json:"last"`
+	LearnedCommit uint64 `json:"learned_commit"`
+
+	Verdict         string `json:"verdict"`
+	Fence           string `json:"fence"`
+	FenceRow        string `json:"fence_row,omitempty"`
+	FenceWhy        string `json:"fence_why,omitempty"`
+	TruncatedAtTerm uint64 `json:"truncated_at_term,omitempty"`
+	WALFailed       bool   `json:"wal_failed"`
+	HardStateLost   bool   `json:"hard_state_lost"`
+	Failure         string `json:"failure,omitempty"`
+	Holding         bool   `json:"holding"`
+	Queued          int    `json:"queued"`
+	Pending         int    `json:"pending"`
+
+	Recovery  RecoveryBody                        `json:"recovery"`
+	WAL       WALBody                             `json:"wal"`
+	Progress  map[raft.NodeID]raft.ProgressStatus `json:"progress,omitempty"`
+	KV        KVStatus                            `json:"kv"`
+	Replica   map[string]uint64                   `json:"replica_stats"`
+	Transport transport.StatsSnapshot             `json:"transport"`
+	Peers     []transport.PeerStatus              `json:"peers"`
+	Server    map[string]uint64                   `json:"server_stats"`
+	Testing   TestingBody                         `json:"testing"`
+}
+
+// RecoveryBody is what the WAL's recovery found at this boot.
+type RecoveryBody struct {
+	Verdict          string `json:"verdict"`
+	Case             string `json:"case"`
+	Reason           string `json:"reason,omitempty"`
+	FirstIndex       uint64 `json:"first_index"`
+	LastIndex        uint64 `json:"last_index"`
+	HardStateVerdict string `json:"hard_state_verdict"`
+	FirstBoot        bool   `json:"first_boot"`
+}
+
+// WALBody is the WAL's progress.
+type WALBody struct {
+	DurableIndex uint64 `json:"durable_index"`
+	DurableTerm  uint64 `json:"durable_term"`
+	Synced       uint64 `json:"synced"`
+	Syncs        uint64 `json:"syncs"`
+	Records      uint64 `json:"records_synced"`
+}
+
+// TestingBody says which test-only switches are on (a benchmark refuses
+// to run with any).
+type TestingBody struct {
+	LossyFS     bool   `json:"lossy_fs"`
+	CoreBugs    string `json:"core_bugs,omitempty"`
+	ReplicaBugs string `json:"replica_bugs,omitempty"`
+}
+
+// notServing says why st will not serve, "" when it will.
+func notServing(st replica.Status) string {
+	switch {
+	case st.Failure != "":
+		return "the WAL failed: " + st.Failure
+	case st.WALFailed:
+		return "the WAL failed"
+	case st.Fence != raft.OutcomeEligible:
+		why := "fenced: " + st.Fence.String()
+		if st.FenceRow != "" {
+			why += " (row " + st.FenceRow + ")"
+		}
+		if st.FenceWhy != "" {
+			why += ": " + st.FenceWhy
+		}
+		return why
+	case st.Lead == raft.None:
+		return "no leader known"
+	}
+	return ""
+}
+
+func (n *Node) status(ctx context.Context) (StatusBody, error) {
+	st, err := n.run.Status(ctx)
+	if err != nil {
+		return StatusBody{}, err
+	}
+	rs := n.rep.Stats()
+	ws := n.w.Stats()
+	b := StatusBody{
+		ID: uint64(n.cfg.ID), ClusterID: n.cluster.IDHex, Role: st.Role.String(), Term: st.HardState.Term, Vote: uint64(st.HardState.Vote),
+		Leader: uint64(st.Lead), NotServing: notServing(st),
+		Commit: st.Commit, Applied: st.AppliedIndex, Durable: st.Durable, Last: st.Last, LearnedCommit: st.HardState.LearnedCommit,
+		Verdict: st.Verdict, Fence: st.Fence.String(), FenceRow: st.FenceRow, FenceWhy: st.FenceWhy,
+		TruncatedAtTerm: st.HardState.TruncatedAtTerm, WALFailed: st.WALFailed, HardStateLost: st.HardStateLost, Failure: st.Failure,
+		Holding: st.Holding, Queued: st.Queued, Pending: st.Pending,
+		Recovery: RecoveryBody{Verdict: n.rec.Verdict.String(), Case: n.rec.Case, Reason: n.rec.Reason, FirstIndex: n.rec.IndexFirst,
+			LastIndex: n.rec.IndexLast, HardStateVerdict: n.rec.HardStateVerdict.String(), FirstBoot: n.firstBoot},
+		WAL:      WALBody{DurableIndex: st.WAL.DurableIndex, DurableTerm: st.WAL.DurableTerm, Synced: st.WAL.Synced, Syncs: ws.Syncs, Records: ws.RecordsSynced},
+		Progress: st.Progress, KV: n.sm.status(),
+		Replica: map[string]uint64{
+			"events": rs.Events.Load(), "messages_received": rs.MessagesReceived.Load(), "messages_sent": rs.MessagesSent.Load(),
+			"messages_dropped": rs.MessagesDropped.Load(), "messages_invalid": rs.MessagesInvalid.Load(),
+			"records_refused": rs.RecordsRefused.Load(), "chain_mismatches": rs.ChainMismatches.Load(),
+			"local_corruptions": rs.LocalCorruptions.Load(), "records_appended_shipped": rs.RecordsAppendedShipped.Load(),
+			"proposals": rs.Proposals.Load(), "proposals_refused": rs.ProposalsRefused.Load(), "proposals_lost": rs.ProposalsLost.Load(),
+			"reads": rs.Reads.Load(), "read_rounds": rs.ReadRounds.Load(), "holds": rs.Holds.Load(),
+			"truncation_syncs": rs.TruncationSyncs.Load(), "wal_failures": rs.WALFailures.Load(), "alerts": rs.Alerts.Load(),
+			"leader_elections": rs.LeaderElections.Load(), "applied": rs.Applied.Load(),
+		},
+		Transport: n.tr.Stats().Snapshot(), Peers: n.tr.Peers(),
+		Server: map[string]uint64{
+			"requests": n.stats.Requests.Load(), "writes": n.stats.Writes.Load(), "reads": n.stats.Reads.Load(),
+			"stale_reads": n.stats.StaleReads.Load(), "forwarded": n.stats.Forwarded.Load(), "redirected": n.stats.Redirected.Load(),
+			"bad_requests": n.stats.BadRequests.Load(), "definite_errors": n.stats.Definite.Load(), "unknown_outcomes": n.stats.Unknown.Load(),
+			"idle_noops": n.stats.IdleNoops.Load(), "pipe_connections": n.stats.PipeConns.Load(), "pipe_bad_frames": n.stats.PipeBadFrames.Load(),
+		},
+		Testing: TestingBody{LossyFS: n.cfg.TestingLossyFS, CoreBugs: n.cfg.TestingCoreBugs.String(), ReplicaBugs: n.cfg.TestingReplicaBugs.String()},
+	}
+	if st.Lead != raft.None {
+		b.LeaderAddr = n.tr.ClientAddr(st.Lead)
+	}
+	return b, nil
+}
+
+// Member is one entry of /v1/members.
+type Member struct {
+	ID         uint64 `json:"id"`
+	PeerAddr   string `json:"peer_addr"`
+	ClientAddr string `json:"client_addr,omitempty"`
+	Self       bool   `json:"self"`
+	Leader     bool   `json:"leader"`
+	Connected  bool   `json:"connected"`
+}
+
+func (n *Node) members(ctx context.Context) ([]Member, error) {
+	st, err := n.run.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	peers := map[raft.NodeID]transport.PeerStatus{}
+	for _, p := range n.tr.Peers() {
+		peers[p.ID] = p
+	}
+	var out []Member
+	for _, id := range sortedIDs(n.cluster.Members) {
+		m := Member{ID: uint64(id), PeerAddr: n.cluster.Members[id], ClientAddr: n.tr.ClientAddr(id), Self: id == n.cfg.ID,
+			Leader: id == st.Lead, Connected: id == n.cfg.ID || peers[id].Connected}
+		out = append(out, m)
+	}
+	return out, nil
+}
