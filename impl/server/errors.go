@@ -78,6 +78,7 @@ const (
 	CodeSession           = "session_refused"
 	CodeStopping          = "stopping"
 	CodeUnknown           = "unknown_outcome"
+	CodeSessionExpired    = "session_expired"
 	CodeInternal          = "internal"
 )
 
@@ -144,7 +145,7 @@ func resultError(r kv.Result) *Error {
 		e.Revision = r.Revision
 		return e
 	case kv.CodeSessionExpired:
-		return errorf(CodeUnknown, "the session expired: an earlier attempt of this request may have been applied")
+		return errorf(CodeSessionExpired, "the session expired: an earlier attempt of this request may have been applied")
 	case kv.CodeStale:
 		return errorf(CodeUnknown, "a duplicate of a request the client acknowledged already")
 	case kv.CodeWindowFull, kv.CodeSessionLimit:

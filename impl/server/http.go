@@ -33,7 +33,7 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("/v1/kv/{key...}", n.handleKV)
 	mux.HandleFunc("/v1/status", n.get(n.handleStatus))
 	mux.HandleFunc("/v1/members", n.get(n.handleMembers))
-	mux.HandleFunc("/v1/transfer/{id}", n.handleTransfer)
+	mux.HandleFunc("/v1/transfer", n.handleTransfer)
 	mux.HandleFunc("/healthz", n.get(n.handleHealth))
 	mux.HandleFunc("/readyz", n.get(n.handleReady))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -253,8 +253,12 @@ func (n *Node) redirectOrForward(w http.ResponseWriter, r *http.Request, body []
 	}
 	n.leaderOf(e)
 	if e.Leader == raft.None || e.LeaderAddr == "" {
-		n.fail(w, &Error{Code: CodeNoLeader, Message: "no leader known; retry", Leader: e.Leader})
-		return true
+		// An election may be under way: wait a little for one to end.
+		e.Leader, e.LeaderAddr = n.awaitLeader(r.Context())
+		if e.Leader == raft.None || e.LeaderAddr == "" {
+			n.fail(w, &Error{Code: CodeNoLeader, Message: "no leader known; retry", Leader: e.Leader})
+			return true
+		}
 	}
 	if wantsRedirect(r) {
 		n.stats.Redirected.Add(1)
@@ -265,6 +269,32 @@ func (n *Node) redirectOrForward(w http.ResponseWriter, r *http.Request, body []
 	}
 	n.forward(w, r, body, e)
 	return true
+}
+
+// awaitLeader polls the replica's status (bounded: two election timeouts
+// at most) until it knows a leader other than itself with a client
+// address.
+func (n *Node) awaitLeader(ctx context.Context) (raft.NodeID, string) {
+	ctx, cancel := context.WithTimeout(ctx, 20*n.cfg.TickInterval)
+	defer cancel()
+	tick := time.NewTicker(n.cfg.TickInterval)
+	defer tick.Stop()
+	for {
+		st, err := n.run.Status(ctx)
+		if err != nil {
+			return raft.None, ""
+		}
+		if st.Lead != raft.None && st.Lead != n.cfg.ID {
+			if addr := n.tr.ClientAddr(st.Lead); addr != "" {
+				return st.Lead, addr
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return st.Lead, ""
+		case <-tick.C:
+		}
+	}
 }
 
 // forward sends the request to the leader and relays its answer. If the
@@ -307,15 +337,46 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, body []byte, e *E
 	_, _ = io.Copy(w, io.LimitReader(resp.Body, kv.ValueBytesMax+1<<16))
 }
 
+// TransferRequest is the body of POST /v1/transfer.
+type TransferRequest struct {
+	To uint64 `json:"to"`
+}
+
+// DecodeTransfer decodes a transfer request strictly: one JSON object with
+// only the field "to", a member id, nothing after it, at most 4 KiB.
+func DecodeTransfer(b []byte, members map[raft.NodeID]string) (raft.NodeID, error) {
+	if len(b) > 4<<10 {
+		return 0, fmt.Errorf("body of %d bytes over 4 KiB", len(b))
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var tr TransferRequest
+	if err := d.Decode(&tr); err != nil {
+		return 0, fmt.Errorf("bad JSON: %w", err)
+	}
+	if d.More() {
+		return 0, errors.New("bad JSON: data after the object")
+	}
+	if _, ok := members[raft.NodeID(tr.To)]; !ok {
+		return 0, fmt.Errorf("transfer to %d: not a member (%s)", tr.To, FormatPeers(members))
+	}
+	return raft.NodeID(tr.To), nil
+}
+
 func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		n.fail(w, errorf(CodeMethod, "%s %s: only POST", r.Method, r.URL.Path))
 		return
 	}
-	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	if _, member := n.cluster.Members[raft.NodeID(id)]; err != nil || !member {
-		n.fail(w, errorf(CodeBadRequest, "transfer to %q: not a member (%s)", r.PathValue("id"), FormatPeers(n.cluster.Members)))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
+	if err != nil {
+		n.fail(w, errorf(CodeTooLarge, "body: %v", err))
+		return
+	}
+	to, err := DecodeTransfer(body, n.cluster.Members)
+	if err != nil {
+		n.fail(w, errorf(CodeBadRequest, "%v", err))
 		return
 	}
 	ctx, cancel := n.requestContext(r)
@@ -325,21 +386,22 @@ func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 		n.fail(w, errorf(CodeBusy, "status: %v", err))
 		return
 	}
-	if raft.NodeID(id) == st.Lead {
-		writeJSON(w, http.StatusOK, map[string]any{"leader": id})
+	if to == st.Lead {
+		writeJSON(w, http.StatusOK, map[string]any{"leader": uint64(to)})
 		return
 	}
 	if st.Role != raft.RoleLeader {
-		if !n.redirectOrForward(w, r, nil, &Error{Code: CodeNotLeader, Message: "not the leader", Leader: st.Lead}) {
-			n.fail(w, n.leaderOf(&Error{Code: CodeNotLeader, Message: "not the leader", Leader: st.Lead}))
+		e := &Error{Code: CodeNotLeader, Message: "not the leader", Leader: st.Lead}
+		if !n.redirectOrForward(w, r, body, e) {
+			n.fail(w, e)
 		}
 		return
 	}
-	if err := n.transfer(ctx, raft.NodeID(id)); err != nil {
-		n.fail(w, errorf(CodeBusy, "the transfer to %d did not complete: %v", id, err))
+	if err := n.transfer(ctx, to); err != nil {
+		n.fail(w, errorf(CodeBusy, "the transfer to %d did not complete: %v", to, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"leader": id})
+	writeJSON(w, http.StatusOK, map[string]any{"leader": uint64(to)})
 }
 
 func (n *Node) handleHealth(w http.ResponseWriter, r *http.Request) {
