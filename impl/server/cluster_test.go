@@ -135,7 +135,9 @@ func (tc *testCluster) leader() raft.NodeID {
 	return 0
 }
 
-func (tc *testCluster) url(id raft.NodeID, path string) string { return "http://" + tc.clients[id] + path }
+func (tc *testCluster) url(id raft.NodeID, path string) string {
+	return "http://" + tc.clients[id] + path
+}
 
 type reply struct {
 	status int
