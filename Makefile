@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run explore bugs tlc long-trace sim-long bench clean mutate-spec mutate-raft mutate-wal
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long bench clean mutate-spec mutate-raft mutate-wal
 
 all: build
 
@@ -36,10 +36,17 @@ test-race:
 test-tlc:
 	@./tla/tlc.sh test
 
-## run: the project's main job. Until raftd exists: the model checker on a
-## small model of each profile (every state, saying what it checked), then
-## random walks deep enough for the corruption stories to end.
+## run: the project's main job: a 3-node raftd cluster on 127.0.0.1 with
+## its data under ./data; prints the addresses and a curl line, runs a short
+## demo (writes, reads, the leader killed, a new leader, the old one back and
+## caught up), then serves until Ctrl-C and stops every node cleanly.
 run: build
+	$(BIN)/raftctl demo --data ./data
+
+## model: the model checker on a small model of each profile (every state,
+## saying what it checked), then random walks deep enough for the corruption
+## stories to end.
+model: build
 	@echo "== raft.tla itself, every reachable state (TLC finds 15254 distinct / 152835 generated)"
 	$(BIN)/raftspec explore $(RUN_RAFT_BOUNDS)
 	@echo "== the durable profile, every reachable state: 2 servers, a crash and a corruption"

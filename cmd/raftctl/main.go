@@ -31,6 +31,8 @@ const usage = `raftctl: talk to a raftd cluster.
   transfer ID            hand the leadership to node ID
   bench [flags]          a load generator (raftctl bench -h)
   wal inspect DIR        decode and verify a stopped node's data directory
+  demo [flags]           start a local 3-node cluster of raftd processes, run a
+                         demonstration, serve until Ctrl-C (make run)
 
 Endpoints default to $RAFTCTL_ENDPOINTS or 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003.
 Exit status: 0 done, 1 failed (definite), 2 usage, 3 outcome unknown, 4 not found.
@@ -75,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return e.transfer(rest)
 	case "bench":
 		return e.bench(rest)
+	case "demo":
+		return e.demo(rest)
 	case "wal":
 		if len(rest) == 2 && rest[0] == "inspect" {
 			return inspect(rest[1], stdout, stderr)
