@@ -252,11 +252,33 @@ func (c *Cluster) StopAll() error {
 
 // KillAll kills every running node.
 func (c *Cluster) KillAll() {
+	var ids []int
 	for _, n := range c.Nodes {
 		if n.Running() {
-			_ = c.Kill(n.ID)
+			ids = append(ids, n.ID)
 		}
 	}
+	_ = c.KillMany(ids...)
+}
+
+// KillMany sends SIGKILL to every node of ids at once (no node gets the
+// time to sync while another dies), then waits for each.
+func (c *Cluster) KillMany(ids ...int) error {
+	exited := make([]chan struct{}, len(ids))
+	for k, id := range ids {
+		ch, err := c.signal(id, syscall.SIGKILL)
+		if err != nil {
+			return err
+		}
+		exited[k] = ch
+	}
+	for k, id := range ids {
+		_ = syscall.Kill(c.Node(id).Pid(), syscall.SIGCONT)
+		if err := c.wait(id, exited[k], 10*time.Second); err != nil && !isSignalled(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Pause sends SIGSTOP; Resume SIGCONT.
@@ -328,6 +350,25 @@ func poll(ctx context.Context, limit time.Duration, what string, cond func(ctx c
 		case <-t.C:
 		}
 	}
+}
+
+// Transfer asks the cluster (through node via) to hand the leadership to
+// node to, and waits until the nodes agree on it.
+func (c *Cluster) Transfer(ctx context.Context, via, to int, limit time.Duration) error {
+	return poll(ctx, limit, fmt.Sprintf("leadership on node %d", to), func(ctx context.Context) bool {
+		req, err := http.NewRequestWithContext(ctx, "POST", "http://"+c.Node(via).ClientAddr+"/v1/transfer",
+			strings.NewReader(fmt.Sprintf(`{"to":%d}`, to)))
+		if err != nil {
+			return false
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		lead, err := c.Leader(ctx, 2*time.Second)
+		return err == nil && lead == to
+	})
 }
 
 // WaitUp waits until node id answers /v1/status.

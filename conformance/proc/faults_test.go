@@ -1,0 +1,176 @@
+package proc
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+)
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func (r *run) leader() (int, error) { return r.c.Leader(context.Background(), 20*time.Second) }
+
+// follower picks a follower of lead at random.
+func (r *run) follower(lead int) int {
+	f := lead%3 + 1
+	if r.rng.IntN(2) == 0 {
+		f = f%3 + 1
+	}
+	if f == lead {
+		f = f%3 + 1
+	}
+	return f
+}
+
+func killLeader(r *run) error {
+	lead, err := r.leader()
+	if err != nil {
+		return err
+	}
+	if err := r.c.Kill(lead); err != nil {
+		return err
+	}
+	if _, err := r.leader(); err != nil {
+		return err
+	}
+	return r.c.Start(lead)
+}
+
+func killFollower(r *run) error {
+	lead, err := r.leader()
+	if err != nil {
+		return err
+	}
+	f := r.follower(lead)
+	if err := r.c.Kill(f); err != nil {
+		return err
+	}
+	return r.c.Start(f)
+}
+
+// pauseLeader stops the leader for longer than an election timeout: the
+// others elect a new one; the old one comes back as a follower.
+func pauseLeader(r *run) error {
+	lead, err := r.leader()
+	if err != nil {
+		return err
+	}
+	if err := r.c.Pause(lead); err != nil {
+		return err
+	}
+	timer := time.NewTimer(time.Second) // the pause itself
+	<-timer.C
+	return r.c.Resume(lead)
+}
+
+// killLeaderAndFollower kills the leader with one follower; the leader
+// comes back first and elects with the surviving follower, then the other
+// returns.
+func killLeaderAndFollower(r *run) error {
+	lead, err := r.leader()
+	if err != nil {
+		return err
+	}
+	f := r.follower(lead)
+	if err := r.c.KillMany(lead, f); err != nil {
+		return err
+	}
+	if err := r.c.Start(lead); err != nil {
+		return err
+	}
+	if _, err := r.leader(); err != nil {
+		return err
+	}
+	timer := time.NewTimer(300 * time.Millisecond) // writes under the new leader before the follower returns
+	<-timer.C
+	return r.c.Start(f)
+}
+
+// killAll kills the whole cluster at once (no node syncs while another
+// dies); first lists the nodes that come back first and elect, then the
+// others return.
+func killAll(r *run, first func(lead int) []int) error {
+	lead, err := r.leader()
+	if err != nil {
+		return err
+	}
+	if err := r.c.KillMany(1, 2, 3); err != nil {
+		return err
+	}
+	back := map[int]bool{}
+	for _, id := range first(lead) {
+		back[id] = true
+		if err := r.c.Start(id); err != nil {
+			return err
+		}
+	}
+	if _, err := r.leader(); err != nil {
+		return err
+	}
+	timer := time.NewTimer(300 * time.Millisecond) // writes under the new leader before the others return
+	<-timer.C
+	for id := 1; id <= 3; id++ {
+		if !back[id] {
+			if err := r.c.Start(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// slowFirst moves the leadership to node lead, then kills the whole
+// cluster at once and brings back the nodes with slow disks (2 and 3, a
+// 50 ms group-commit delay) first, the fast one (node 1) last. With node 1
+// leading, the slow followers had acknowledged entries they had not yet
+// synced if they acknowledge appended entries; with a slow node leading,
+// an entry was durable only on node 1 if the leader counted itself at
+// what it had appended. Either way only the correct rules keep every
+// acknowledged write.
+func slowFirst(lead int) func(r *run) error {
+	return func(r *run) error {
+		cur, err := r.leader()
+		if err != nil {
+			return err
+		}
+		if err := r.c.Transfer(context.Background(), cur, lead, 20*time.Second); err != nil {
+			return err
+		}
+		timer := time.NewTimer(400 * time.Millisecond) // writes under this leader
+		<-timer.C
+		return killAll(r, func(int) []int { return []int{2, 3} })
+	}
+}
+
+// followerLast: the old leader and one follower come back first, the
+// other follower last.
+func followerLast(r *run) error {
+	return killAll(r, func(lead int) []int { return []int{lead, r.follower(lead)} })
+}
+
+// nodeArgs gives node 1 a fast disk (no group-commit delay) and nodes 2
+// and 3 slow ones (--wal-sync-ms 50): the asymmetry slowFirst needs.
+func nodeArgs(id int) []string {
+	if id == 1 {
+		return []string{"--wal-sync-ms", "0"}
+	}
+	return []string{"--wal-sync-ms", "50"}
+}
+
+// theSchedule is the fault schedule of every run.
+func theSchedule() []fault {
+	const gap = 500 * time.Millisecond
+	return []fault{
+		{"warm up", func(*run) error { return nil }, gap},
+		{"kill -9 the leader, restart it", killLeader, gap},
+		{"kill -9 a follower, restart it", killFollower, gap},
+		{"SIGSTOP the leader for 1s", pauseLeader, gap},
+		{"kill -9 the leader and a follower at once; the leader back first", killLeaderAndFollower, gap},
+		{"kill -9 the whole cluster; a follower back last", followerLast, gap},
+		{"node 1 (fast disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(1), gap},
+		{"node 2 (slow disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(2), gap},
+		{"node 1 (fast disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(1), gap},
+		{"node 3 (slow disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(3), gap},
+	}
+}

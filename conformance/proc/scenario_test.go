@@ -1,0 +1,246 @@
+package proc
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/durableraft/durableraft/impl/client"
+	"github.com/durableraft/durableraft/impl/procs"
+)
+
+// scenario is one run: the flags every node gets, the fault schedule.
+type scenario struct {
+	name     string
+	args     []string // extra raftd flags (test switches)
+	nodeArgs func(id int) []string
+	clients  int
+	seed     uint64
+	faults   []fault
+}
+
+// fault is one step of the schedule; gap is the traffic time after it.
+type fault struct {
+	name string
+	do   func(r *run) error
+	gap  time.Duration
+}
+
+// run is a scenario in progress.
+type run struct {
+	t   *testing.T
+	sc  scenario
+	c   *procs.Cluster
+	rng *rand.Rand
+	out string // kept on failure: logs and the visualization
+}
+
+// verdict is what a run found.
+type verdict struct {
+	missing      []string // acknowledged unique writes absent at the end
+	linearizable porcupine.CheckResult
+	diverged     string // nodes that applied the same index to different states
+	ops, unknown int
+	visualized   string
+}
+
+func (v verdict) failed() bool {
+	return len(v.missing) > 0 || v.linearizable != porcupine.Ok || v.diverged != ""
+}
+
+func (v verdict) String() string {
+	s := fmt.Sprintf("ops=%d unknown=%d linearizable=%v missing=%d", v.ops, v.unknown, v.linearizable, len(v.missing))
+	if len(v.missing) > 0 {
+		s += fmt.Sprintf(" (e.g. %v)", v.missing[:min(5, len(v.missing))])
+	}
+	if v.diverged != "" {
+		s += " diverged: " + v.diverged
+	}
+	if v.visualized != "" {
+		s += " visualization: " + v.visualized
+	}
+	return s
+}
+
+// execute runs the scenario and returns its verdict; setup failures (a
+// node that does not start, no leader within its bound) fail the test.
+func execute(t *testing.T, sc scenario) verdict {
+	t.Helper()
+	out, err := os.MkdirTemp("", "raftd-proc-"+sc.name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--testing-lossy-fs", "--tick-ms", "20", "--request-timeout", "3s"}, sc.args...)
+	perNode := sc.nodeArgs
+	if perNode == nil {
+		perNode = func(int) []string { return nil }
+	}
+	c, err := procs.New(procs.Config{Raftd: raftdBin, Dir: out, Size: 3, Args: func(id int) []string { return append(perNode(id), args...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{t: t, sc: sc, c: c, rng: rand.New(rand.NewPCG(sc.seed, 1)), out: out}
+	defer c.KillAll()
+	ctx := context.Background()
+	if err := c.StartAll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leader(ctx, 20*time.Second); err != nil {
+		r.fatal(err)
+	}
+	rec := &recorder{start: time.Now(), acked: map[string]string{}}
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for k := 0; k < sc.clients; k++ {
+		cl, err := client.New(client.Config{Endpoints: c.Endpoints(), RequestTimeout: 4 * time.Second, Logger: quietLog})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			rec.worker(wctx, k, cl, []string{"r/a", "r/b", "r/c"}, 100000, sc.seed)
+		}()
+	}
+	for _, f := range sc.faults {
+		t.Logf("%s: %s", sc.name, f.name)
+		if err := f.do(r); err != nil {
+			stop()
+			wg.Wait()
+			r.fatal(fmt.Errorf("%s: %w", f.name, err))
+		}
+		timer := time.NewTimer(f.gap) // traffic under the fault schedule, not a wait for a condition
+		<-timer.C
+	}
+	stop()
+	wg.Wait()
+	v := r.check(rec)
+	if err := c.StopAll(); err != nil {
+		t.Errorf("%s: a node did not stop cleanly: %v", sc.name, err)
+	}
+	if !v.failed() && !t.Failed() {
+		os.RemoveAll(out)
+	} else {
+		t.Logf("%s: logs kept in %s", sc.name, out)
+	}
+	return v
+}
+
+func (r *run) fatal(err error) {
+	r.t.Helper()
+	r.t.Fatalf("%s: %v (logs in %s)", r.sc.name, err, r.out)
+}
+
+// check brings every node back, waits until they agree, then reads every
+// acknowledged unique write and checks the history.
+func (r *run) check(rec *recorder) verdict {
+	ctx := context.Background()
+	c := r.c
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			if err := c.Start(n.ID); err != nil {
+				r.fatal(err)
+			}
+		}
+		_ = c.Resume(n.ID)
+	}
+	lead, err := c.Leader(ctx, 30*time.Second)
+	if err != nil {
+		r.fatal(err)
+	}
+	cl, err := client.New(client.Config{Endpoints: []string{c.Node(lead).ClientAddr}, RequestTimeout: 10 * time.Second, Logger: quietLog})
+	if err != nil {
+		r.fatal(err)
+	}
+	defer cl.Close()
+	// A write through the leader, then every node caught up to it: the
+	// state hashes must then agree at equal applied indexes.
+	if _, err := cl.Put(ctx, []byte("final"), []byte("x")); err != nil {
+		r.fatal(fmt.Errorf("final write: %w", err))
+	}
+	st, err := c.Status(ctx, lead)
+	if err != nil {
+		r.fatal(err)
+	}
+	if err := c.CaughtUp(ctx, st.Commit, 30*time.Second); err != nil {
+		r.fatal(err)
+	}
+	v := verdict{ops: len(rec.ops), unknown: rec.unknown}
+	v.diverged = r.compareHashes(ctx)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for key, want := range rec.acked {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			got, _, found, err := cl.Get(ctx, []byte(key))
+			if err != nil {
+				r.t.Errorf("reading %s: %v", key, err)
+				return
+			}
+			if !found || string(got) != want {
+				mu.Lock()
+				v.missing = append(v.missing, key)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res, info := porcupine.CheckOperationsVerbose(registerModel, rec.ops, 60*time.Second)
+	v.linearizable = res
+	if res != porcupine.Ok {
+		path := filepath.Join(r.out, "history.html")
+		if err := porcupine.VisualizePath(registerModel, info, path); err == nil {
+			v.visualized = path
+		}
+	}
+	r.t.Logf("%s: %d acknowledged unique writes, %d register puts, %d gets, %d unknown, %d definite failures, %d read errors; %v",
+		r.sc.name, len(rec.acked), rec.puts, rec.gets, rec.unknown, rec.definite, rec.readErrs, v)
+	return v
+}
+
+// compareHashes polls (bounded) until every node reports the same applied
+// index, and compares their state hashes there.
+func (r *run) compareHashes(ctx context.Context) string {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var applied []uint64
+		var hashes []string
+		for _, n := range r.c.Nodes {
+			st, err := r.c.Status(ctx, n.ID)
+			if err != nil {
+				return fmt.Sprintf("status of %d: %v", n.ID, err)
+			}
+			applied, hashes = append(applied, st.KV.AppliedIndex), append(hashes, st.KV.Hash)
+		}
+		same := true
+		for k := range applied {
+			same = same && applied[k] == applied[0]
+		}
+		if same {
+			for k := range hashes {
+				if hashes[k] != hashes[0] {
+					return fmt.Sprintf("at index %d the hashes are %s", applied[0], strings.Join(hashes, " "))
+				}
+			}
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return "" // the idle no-ops keep them moving; not a divergence
+		}
+		timer := time.NewTimer(20 * time.Millisecond)
+		<-timer.C
+	}
+}
