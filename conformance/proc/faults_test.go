@@ -2,9 +2,12 @@ package proc
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/durableraft/durableraft/impl/client"
 )
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -170,7 +173,79 @@ func theSchedule() []fault {
 		{"kill -9 the whole cluster; a follower back last", followerLast, gap},
 		{"node 1 (fast disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(1), gap},
 		{"node 2 (slow disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(2), gap},
-		{"node 1 (fast disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(1), gap},
 		{"node 3 (slow disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(3), gap},
+		{"node 1 (fast disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(1), gap},
+		{"node 2 (slow disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(2), gap},
+	}
+}
+
+// ackThenKillAll writes one key, and the moment its acknowledgment
+// arrives kills the whole cluster at once: with a large group-commit
+// delay every node is inside its batching window then (later writes
+// pending, unsynced), and the write was synced on a majority (the leader
+// and a durable contributor) before it was acknowledged. Two random nodes
+// come back first, then the third; the write must be there.
+func ackThenKillAll(n int) func(r *run) error {
+	return func(r *run) error {
+		lead, err := r.leader()
+		if err != nil {
+			return err
+		}
+		c, err := client.New(client.Config{Endpoints: []string{r.c.Node(lead).ClientAddr}, Logger: quietLog})
+		if err != nil {
+			return err
+		}
+		key := fmt.Sprintf("window/%d", n)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = c.Put(ctx, []byte(key), []byte(key))
+		cancel()
+		if err != nil {
+			c.Close()
+			return fmt.Errorf("the write before the kill: %w", err)
+		}
+		if err := r.c.KillMany(1, 2, 3); err != nil {
+			return err
+		}
+		c.Close()
+		r.ackedByFaults[key] = key
+		first := r.rng.IntN(3) + 1
+		return killAllRestart(r, []int{first, first%3 + 1})
+	}
+}
+
+// killAllRestart brings back the nodes of first, waits for a leader among
+// them, then the others.
+func killAllRestart(r *run, first []int) error {
+	back := map[int]bool{}
+	for _, id := range first {
+		back[id] = true
+		if err := r.c.Start(id); err != nil {
+			return err
+		}
+	}
+	if _, err := r.leader(); err != nil {
+		return err
+	}
+	for id := 1; id <= 3; id++ {
+		if !back[id] {
+			if err := r.c.Start(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// windowSchedule kills durable contributors inside the batching window.
+func windowSchedule() []fault {
+	const gap = 400 * time.Millisecond
+	return []fault{
+		{"warm up", func(*run) error { return nil }, gap},
+		{"kill -9 a follower inside its batching window", killFollower, gap},
+		{"kill -9 the leader inside its batching window", killLeader, gap},
+		{"an acknowledged write, then kill -9 of the whole cluster at once", ackThenKillAll(1), gap},
+		{"kill -9 the leader and a follower inside their batching windows", killLeaderAndFollower, gap},
+		{"an acknowledged write, then kill -9 of the whole cluster at once", ackThenKillAll(2), gap},
+		{"an acknowledged write, then kill -9 of the whole cluster at once", ackThenKillAll(3), gap},
 	}
 }

@@ -41,3 +41,22 @@ func TestProcessClusterCatchesBugs(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessBatchingWindow: every node with a 200 ms group-commit delay
+// (--wal-sync-ms 200), so that a kill almost always lands while a batch
+// waits unsynced; kill -9 of followers, leaders and the whole cluster the
+// moment a write is acknowledged. (The tick is 100 ms, an election timeout
+// 1-2 s: the replica runtime makes a vote wait out the group-commit delay,
+// impl/server's TestSyncDelayBeyondElectionTimeout.) Every acknowledged
+// write survives: an
+// acknowledgment waits for the fdatasync on a majority, never for the
+// batching window to end.
+func TestProcessBatchingWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes: skipped with -short")
+	}
+	v := execute(t, scenario{name: "window", clients: 8, seed: 3, args: []string{"--wal-sync-ms", "200", "--tick-ms", "100"}, faults: windowSchedule()})
+	if v.failed() {
+		t.Fatalf("the run failed: %v", v)
+	}
+}

@@ -41,6 +41,9 @@ type run struct {
 	c   *procs.Cluster
 	rng *rand.Rand
 	out string // kept on failure: logs and the visualization
+	// ackedByFaults: writes the faults themselves made and had
+	// acknowledged (checked like the clients').
+	ackedByFaults map[string]string
 }
 
 // verdict is what a run found.
@@ -79,6 +82,9 @@ func execute(t *testing.T, sc scenario) verdict {
 		t.Fatal(err)
 	}
 	args := append([]string{"--testing-lossy-fs", "--tick-ms", "20", "--request-timeout", "3s"}, sc.args...)
+	if extra := os.Getenv("RAFTD_PROC_EXTRA_ARGS"); extra != "" {
+		args = append(args, strings.Fields(extra)...) // for experiments: e.g. a bug switch on a passing test
+	}
 	perNode := sc.nodeArgs
 	if perNode == nil {
 		perNode = func(int) []string { return nil }
@@ -87,7 +93,7 @@ func execute(t *testing.T, sc scenario) verdict {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{t: t, sc: sc, c: c, rng: rand.New(rand.NewPCG(sc.seed, 1)), out: out}
+	r := &run{t: t, sc: sc, c: c, rng: rand.New(rand.NewPCG(sc.seed, 1)), out: out, ackedByFaults: map[string]string{}}
 	defer c.KillAll()
 	ctx := context.Background()
 	if err := c.StartAll(); err != nil {
@@ -123,6 +129,9 @@ func execute(t *testing.T, sc scenario) verdict {
 	}
 	stop()
 	wg.Wait()
+	for k, v := range r.ackedByFaults {
+		rec.acked[k] = v
+	}
 	v := r.check(rec)
 	if err := c.StopAll(); err != nil {
 		t.Errorf("%s: a node did not stop cleanly: %v", sc.name, err)
