@@ -5,6 +5,7 @@
 //
 // This is where impl/ and spec/ meet (impl/ never imports spec/). Built so
 // far: package coretrace, which replays every trace of the protocol core's
-// scenario scripts and randomized runs with spec.CheckTrace. The
-// whole-replica simulator waits for the replica runtime.
+// scenario scripts and randomized runs with spec.CheckTrace; package proc,
+// the real-process tests of raftd (kill -9, SIGSTOP and restarts on a
+// lossy disk, histories checked with porcupine; docs/raftd.md).
 package conformance

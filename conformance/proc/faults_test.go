@@ -2,12 +2,20 @@ package proc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/client"
+	"github.com/durableraft/durableraft/impl/wire"
 )
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -169,6 +177,7 @@ func theSchedule() []fault {
 		{"kill -9 the leader, restart it", killLeader, gap},
 		{"kill -9 a follower, restart it", killFollower, gap},
 		{"SIGSTOP the leader for 1s", pauseLeader, gap},
+		{"bad input on every port of every node", badInput, gap},
 		{"kill -9 the leader and a follower at once; the leader back first", killLeaderAndFollower, gap},
 		{"kill -9 the whole cluster; a follower back last", followerLast, gap},
 		{"node 1 (fast disk) leads; kill -9 the whole cluster; the slow nodes back first", slowFirst(1), gap},
@@ -248,4 +257,100 @@ func windowSchedule() []fault {
 		{"an acknowledged write, then kill -9 of the whole cluster at once", ackThenKillAll(2), gap},
 		{"an acknowledged write, then kill -9 of the whole cluster at once", ackThenKillAll(3), gap},
 	}
+}
+
+// badInput sends every node bad input on both ports — a hello of another
+// cluster, a hello from a node id not in the cluster, garbage, a frame
+// with a wrong checksum, an oversized frame header, bad HTTP — and checks
+// that each was refused and counted while the cluster kept serving.
+func badInput(r *run) error {
+	ctx := context.Background()
+	for _, n := range r.c.Nodes {
+		before, err := r.c.Status(ctx, n.ID)
+		if err != nil {
+			return err
+		}
+		hello := func(cluster, from uint64) []byte {
+			var e wire.Encoder
+			e.U64(cluster)
+			e.U64(from)
+			e.U64(uint64(n.ID))
+			e.String("127.0.0.1:1")
+			return wire.AppendFrame(nil, 1, e.B)
+		}
+		bad := wire.AppendFrame(nil, 16, []byte{1, 0, 0, 0})
+		bad[len(bad)-1] ^= 1
+		cluster, err := clusterID(n.DataDir)
+		if err != nil {
+			return err
+		}
+		peerInputs := [][]byte{hello(cluster^1, 1), hello(cluster, 99), []byte("garbage\r\n\r\n"), {1, 4, 0, 0, 0xff, 0xff, 0xff, 0xff}}
+		for _, b := range peerInputs {
+			if err := sendAndExpectClose(n.PeerAddr, b); err != nil {
+				return fmt.Errorf("peer port of %d: %w", n.ID, err)
+			}
+		}
+		for _, b := range [][]byte{bad, {1, 16, 0, 0, 0xff, 0xff, 0xff, 0x7f}} {
+			if err := sendAndExpectClose(n.ClientAddr, b); err != nil {
+				return fmt.Errorf("client port of %d: %w", n.ID, err)
+			}
+		}
+		resp, err := http.Post("http://"+n.ClientAddr+"/v1/transfer", "application/json", strings.NewReader(`{"to":`))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			return fmt.Errorf("bad JSON on %d: HTTP %d", n.ID, resp.StatusCode)
+		}
+		after, err := r.c.Status(ctx, n.ID)
+		if err != nil {
+			return err
+		}
+		if after.Transport.HandshakesRefused < before.Transport.HandshakesRefused+2 || after.Transport.BadFrames <= before.Transport.BadFrames ||
+			after.Server["pipe_bad_frames"] < before.Server["pipe_bad_frames"]+2 || after.Server["bad_requests"] <= before.Server["bad_requests"] {
+			return fmt.Errorf("node %d did not count the bad input: before %+v %v, after %+v %v", n.ID, before.Transport, before.Server, after.Transport, after.Server)
+		}
+	}
+	return nil
+}
+
+// sendAndExpectClose writes b and requires the other side to close the
+// connection (within 5 s) without a crash.
+func sendAndExpectClose(addr string, b []byte) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.Write(b); err != nil {
+		return err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 4096)
+	for {
+		_, err := c.Read(buf) // a refusal frame may come first
+		if err == nil {
+			continue
+		}
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return fmt.Errorf("%q: the connection stayed open", b[:min(len(b), 16)])
+		}
+		return nil
+	}
+}
+
+// clusterID reads the cluster id a node wrote into its data directory.
+func clusterID(dir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err != nil {
+		return 0, err
+	}
+	var c struct {
+		ID string `json:"cluster_id"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(c.ID, 16, 64)
 }

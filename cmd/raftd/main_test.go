@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+)
+
+func TestParseBugs(t *testing.T) {
+	core, rep, err := parseBugs("follower-acks-appended, no-chain-check,self-counts-appended")
+	if err != nil || core != raft.BugFollowerAcksAppended|raft.BugSelfCountsAppended || rep != replica.BugNoChainCheck {
+		t.Fatalf("%v %v %v", core, rep, err)
+	}
+	if _, _, err := parseBugs("no-such-bug"); err == nil {
+		t.Fatal("an unknown switch accepted")
+	}
+}
+
+// TestUsage: the flags a node cannot start without, and bad values, are
+// refused with status 2 and a message, before anything is opened.
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--id", "1"},
+		{"--data", t.TempDir()},
+		{"--id", "1", "--data", t.TempDir(), "--peers", "1=a,x"},
+		{"--id", "1", "--data", t.TempDir(), "--testing-bugs", "nope"},
+		{"--id", "1", "--data", t.TempDir(), "--log-format", "xml"},
+		{"--id", "1", "--data", t.TempDir(), "--snapshot-entries", "5"},
+		{"--no-such-flag"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(args, &stderr); code != 2 || stderr.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+}
+
+// TestFirstBootNeedsPeers: without --peers and without a cluster file
+// the node refuses to start (status 1, a log line).
+func TestFirstBootNeedsPeers(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"--id", "1", "--data", t.TempDir(), "--listen-client", "127.0.0.1:0", "--listen-peer", "127.0.0.1:0"}, &stderr); code != 1 ||
+		!bytes.Contains(stderr.Bytes(), []byte("--peers is required")) {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
