@@ -128,3 +128,17 @@ func FuzzDecodeTransfer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRevision: If-Match values either parse to one revision in
+// 1..2^62 or are refused; never a panic.
+func FuzzParseRevision(f *testing.F) {
+	for _, s := range []string{`"3"`, `3`, `W/"3"`, `"0"`, `"`, `""`, `"18446744073709551615"`, `*`, ` "7" `} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseRevision(s)
+		if err == nil && (v == 0 || v > kv.RevisionMax) {
+			t.Fatalf("%q parsed to %d", s, v)
+		}
+	})
+}
