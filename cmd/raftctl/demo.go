@@ -100,19 +100,37 @@ func clip(s string) string {
 }
 
 func (d *demoRun) run(serve bool, sig chan os.Signal) error {
+	lead, err := d.start()
+	if err != nil {
+		return err
+	}
+	if err := d.steps(lead); err != nil {
+		return err
+	}
+	d.say("== demo done: every node answers 200 v for k")
+	if !serve {
+		return nil
+	}
+	d.say("== serving; Ctrl-C stops every node")
+	<-sig
+	return nil
+}
+
+// start starts the nodes, waits for a leader and prints the addresses.
+func (d *demoRun) start() (int, error) {
 	ctx := context.Background()
 	c := d.c
 	if err := c.StartAll(); err != nil {
-		return err
+		return 0, err
 	}
 	for _, n := range c.Nodes {
 		if err := c.WaitUp(ctx, n.ID, 20*time.Second); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	lead, err := c.Leader(ctx, 20*time.Second)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	d.say("== a 3-node raftd cluster on 127.0.0.1 (data under %s)", filepath.Dir(c.Node(1).DataDir))
 	for _, n := range c.Nodes {
@@ -121,6 +139,13 @@ func (d *demoRun) run(serve bool, sig chan os.Signal) error {
 	d.say("   leader: node %d", lead)
 	d.say("== try it:\n   curl -X PUT --data-binary v http://%s/v1/kv/k\n   curl http://%s/v1/kv/k\n   curl http://%s/v1/status",
 		c.Node(1).ClientAddr, c.Node(2).ClientAddr, c.Node(3).ClientAddr)
+	return lead, nil
+}
+
+// steps runs the demonstration.
+func (d *demoRun) steps(lead int) error {
+	ctx := context.Background()
+	c := d.c
 	d.say("== demo: writes through a follower (forwarded to the leader), then a read from every node")
 	follower := c.Node(lead%3 + 1)
 	for _, kv := range [][2]string{{"greeting", "hello"}, {"k", "v"}} {
@@ -175,11 +200,5 @@ func (d *demoRun) run(serve bool, sig chan os.Signal) error {
 			return err
 		}
 	}
-	d.say("== demo done: every node answers 200 v for k")
-	if !serve {
-		return nil
-	}
-	d.say("== serving; Ctrl-C stops every node")
-	<-sig
 	return nil
 }
