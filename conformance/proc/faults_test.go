@@ -131,14 +131,23 @@ func killAll(r *run, first func(lead int) []int) error {
 	return nil
 }
 
-// slowFirst moves the leadership to node lead, then kills the whole
-// cluster at once and brings back the nodes with slow disks (2 and 3, a
-// 50 ms group-commit delay) first, the fast one (node 1) last. With node 1
-// leading, the slow followers had acknowledged entries they had not yet
-// synced if they acknowledge appended entries; with a slow node leading,
-// an entry was durable only on node 1 if the leader counted itself at
-// what it had appended. Either way only the correct rules keep every
-// acknowledged write.
+// slowFirst moves the leadership to node lead, lets the clients write
+// under it, then kills the whole cluster at once and brings back the nodes
+// with slow disks (2 and 3, a 50 ms group-commit delay) first, the fast
+// one (node 1) last.
+//
+// With node 1 leading, the kill comes under the clients' traffic: if the
+// slow followers acknowledge appended entries, they acknowledged writes
+// they had not synced, and come back without them.
+//
+// With a slow node leading, the clients are held back first (a quiet
+// cluster: no commit in flight, so the leader is not waiting on a
+// hard-state sync, which would make its log durable before it counts any
+// acknowledgment); one key is written, and the kill comes the moment it is
+// acknowledged: if the leader counted itself at what it had appended, the
+// write was durable only on node 1, which comes back last.
+//
+// Either way only the correct rules keep every acknowledged write.
 func slowFirst(lead int) func(r *run) error {
 	return func(r *run) error {
 		cur, err := r.leader()
@@ -150,8 +159,41 @@ func slowFirst(lead int) func(r *run) error {
 		}
 		timer := time.NewTimer(400 * time.Millisecond) // writes under this leader
 		<-timer.C
-		return killAll(r, func(int) []int { return []int{2, 3} })
+		if lead == 1 {
+			if err := r.c.KillMany(1, 2, 3); err != nil {
+				return err
+			}
+			return killAllRestart(r, []int{2, 3})
+		}
+		r.rec.gate.Lock()
+		defer r.rec.gate.Unlock()
+		r.quietWrites++
+		if err := r.writeThenKillAll(lead, fmt.Sprintf("quiet/%d", r.quietWrites)); err != nil {
+			return err
+		}
+		return killAllRestart(r, []int{2, 3})
 	}
+}
+
+// writeThenKillAll writes key through node via and kills the whole
+// cluster at once the moment the write is acknowledged.
+func (r *run) writeThenKillAll(via int, key string) error {
+	c, err := client.New(client.Config{Endpoints: []string{r.c.Node(via).ClientAddr}, Logger: quietLog})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err = c.Put(ctx, []byte(key), []byte(key))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("the write before the kill: %w", err)
+	}
+	if err := r.c.KillMany(1, 2, 3); err != nil {
+		return err
+	}
+	r.ackedByFaults[key] = key
+	return nil
 }
 
 // followerLast: the old leader and one follower come back first, the
@@ -200,23 +242,9 @@ func ackThenKillAll(n int) func(r *run) error {
 		if err != nil {
 			return err
 		}
-		c, err := client.New(client.Config{Endpoints: []string{r.c.Node(lead).ClientAddr}, Logger: quietLog})
-		if err != nil {
+		if err := r.writeThenKillAll(lead, fmt.Sprintf("window/%d", n)); err != nil {
 			return err
 		}
-		key := fmt.Sprintf("window/%d", n)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = c.Put(ctx, []byte(key), []byte(key))
-		cancel()
-		if err != nil {
-			c.Close()
-			return fmt.Errorf("the write before the kill: %w", err)
-		}
-		if err := r.c.KillMany(1, 2, 3); err != nil {
-			return err
-		}
-		c.Close()
-		r.ackedByFaults[key] = key
 		first := r.rng.IntN(3) + 1
 		return killAllRestart(r, []int{first, first%3 + 1})
 	}

@@ -87,6 +87,9 @@ type recorder struct {
 	acked map[string]string
 	// counts
 	puts, gets, unknown, definite, readErrs int
+	// gate: every client operation holds it shared; a fault that needs a
+	// quiet cluster holds it exclusively (no client operation in flight).
+	gate sync.RWMutex
 }
 
 func (r *recorder) now() int64 { return time.Since(r.start).Nanoseconds() }
@@ -110,54 +113,61 @@ func (r *recorder) worker(ctx context.Context, id int, c *client.Client, registe
 			return
 		case <-tick.C:
 		}
-		if n%2 == 1 {
-			key := fmt.Sprintf("u/%d/%d", id, n)
-			opCtx, cancel := context.WithTimeout(ctx, 4*time.Second)
-			_, err := c.Put(opCtx, []byte(key), []byte(key))
-			cancel()
-			r.mu.Lock()
-			if err == nil {
-				r.acked[key] = key
-			}
-			r.mu.Unlock()
-			continue
-		}
-		key := registers[rng.IntN(len(registers))]
-		in := regInput{key: key, put: rng.IntN(2) == 0, value: fmt.Sprintf("%d.%d", id, n)}
-		call := r.now()
+		r.gate.RLock()
+		r.operate(ctx, id, c, registers, rng, n)
+		r.gate.RUnlock()
+	}
+}
+
+// operate runs operation n of client id.
+func (r *recorder) operate(ctx context.Context, id int, c *client.Client, registers []string, rng *rand.Rand, n int) {
+	if n%2 == 1 {
+		key := fmt.Sprintf("u/%d/%d", id, n)
 		opCtx, cancel := context.WithTimeout(ctx, 4*time.Second)
-		var out regOutput
-		var err error
-		if in.put {
-			_, err = c.Put(opCtx, []byte(key), []byte(in.value))
-		} else {
-			var v []byte
-			v, _, out.found, err = c.Get(opCtx, []byte(key))
-			out.value = string(v)
-		}
+		_, err := c.Put(opCtx, []byte(key), []byte(key))
 		cancel()
-		ret := r.now()
 		r.mu.Lock()
-		switch {
-		case err == nil && in.put:
-			r.puts++
-		case err == nil:
-			r.gets++
-		case !in.put:
-			r.readErrs++ // a failed read changed nothing: not in the history
-			r.mu.Unlock()
-			continue
-		case errors.Is(err, client.ErrUnknown) || ctx.Err() != nil || isDeadline(err):
-			r.unknown++
-			out.unknown, ret = true, math.MaxInt64 // may take effect at any time, or never
-		default:
-			r.definite++ // definitely not applied: not in the history
-			r.mu.Unlock()
-			continue
+		if err == nil {
+			r.acked[key] = key
 		}
 		r.mu.Unlock()
-		r.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret})
+		return
 	}
+	key := registers[rng.IntN(len(registers))]
+	in := regInput{key: key, put: rng.IntN(2) == 0, value: fmt.Sprintf("%d.%d", id, n)}
+	call := r.now()
+	opCtx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	var out regOutput
+	var err error
+	if in.put {
+		_, err = c.Put(opCtx, []byte(key), []byte(in.value))
+	} else {
+		var v []byte
+		v, _, out.found, err = c.Get(opCtx, []byte(key))
+		out.value = string(v)
+	}
+	cancel()
+	ret := r.now()
+	r.mu.Lock()
+	switch {
+	case err == nil && in.put:
+		r.puts++
+	case err == nil:
+		r.gets++
+	case !in.put:
+		r.readErrs++ // a failed read changed nothing: not in the history
+		r.mu.Unlock()
+		return
+	case errors.Is(err, client.ErrUnknown) || ctx.Err() != nil || isDeadline(err):
+		r.unknown++
+		out.unknown, ret = true, math.MaxInt64 // may take effect at any time, or never
+	default:
+		r.definite++ // definitely not applied: not in the history
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	r.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret})
 }
 
 func isDeadline(err error) bool {

@@ -30,7 +30,7 @@ func TestProcessClusterCatchesBugs(t *testing.T) {
 	for _, bugs := range []string{"follower-acks-appended", "self-counts-appended,no-voter-learned-floor"} {
 		t.Run(bugs, func(t *testing.T) {
 			for attempt := 1; attempt <= attemptsMax; attempt++ {
-				v := execute(t, scenario{name: "bug", args: []string{"--testing-bugs", bugs}, clients: 12, seed: uint64(attempt) * 7919, nodeArgs: nodeArgs, faults: theSchedule()})
+				v := execute(t, scenario{name: "bug", expectFail: true, args: []string{"--testing-bugs", bugs}, clients: 12, seed: uint64(attempt) * 7919, nodeArgs: nodeArgs, faults: theSchedule()})
 				if v.failed() {
 					t.Logf("caught at attempt %d: %v", attempt, v)
 					return

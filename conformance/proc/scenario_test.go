@@ -22,9 +22,12 @@ type scenario struct {
 	name     string
 	args     []string // extra raftd flags (test switches)
 	nodeArgs func(id int) []string
-	clients  int
-	seed     uint64
-	faults   []fault
+	// expectFail: the run is meant to fail (a bug switch); its logs are
+	// kept only when it does not.
+	expectFail bool
+	clients    int
+	seed       uint64
+	faults     []fault
 }
 
 // fault is one step of the schedule; gap is the traffic time after it.
@@ -44,6 +47,8 @@ type run struct {
 	// ackedByFaults: writes the faults themselves made and had
 	// acknowledged (checked like the clients').
 	ackedByFaults map[string]string
+	rec           *recorder
+	quietWrites   int
 }
 
 // verdict is what a run found.
@@ -103,6 +108,7 @@ func execute(t *testing.T, sc scenario) verdict {
 		r.fatal(err)
 	}
 	rec := &recorder{start: time.Now(), acked: map[string]string{}}
+	r.rec = rec
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for k := 0; k < sc.clients; k++ {
@@ -136,7 +142,7 @@ func execute(t *testing.T, sc scenario) verdict {
 	if err := c.StopAll(); err != nil {
 		t.Errorf("%s: a node did not stop cleanly: %v", sc.name, err)
 	}
-	if !v.failed() && !t.Failed() {
+	if v.failed() == sc.expectFail && !t.Failed() {
 		os.RemoveAll(out)
 	} else {
 		t.Logf("%s: logs kept in %s", sc.name, out)

@@ -131,9 +131,7 @@ func (c *Cluster) Start(id int) error {
 		w = io.MultiWriter(logf, c.cfg.Stderr)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	// A process group of its own: a Ctrl-C reaches the caller only, which
-	// stops the nodes in its own order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err
