@@ -191,7 +191,7 @@ func (n *Node) open() error {
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.ID))), PreVote: true, CheckQuorum: true,
 		TestingBugs: cfg.TestingCoreBugs}
 	if cfg.TraceDir != "" {
-		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, len(n.cluster.Members), cfg.TestingCoreBugs); err != nil {
+		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, rc.Voters, cfg.TestingCoreBugs); err != nil {
 			w.Close()
 			return err
 		}

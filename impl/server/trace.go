@@ -23,7 +23,11 @@ type traceSink struct {
 	err error
 }
 
-func openTrace(dir string, id raft.NodeID, servers int, bugs raft.Bug) (*traceSink, error) {
+func openTrace(dir string, id raft.NodeID, voters []raft.NodeID, bugs raft.Bug) (*traceSink, error) {
+	cfg, err := raft.TraceConfig(raft.TraceParams{Voters: voters, Bugs: bugs})
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -32,7 +36,7 @@ func openTrace(dir string, id raft.NodeID, servers int, bugs raft.Bug) (*traceSi
 		return nil, err
 	}
 	s := &traceSink{f: f, w: trace.NewWriter(f)}
-	s.Event(trace.Event{Action: "Init", Config: raft.TraceConfig(servers, bugs)})
+	s.Event(trace.Event{Action: "Init", Config: cfg})
 	return s, s.err
 }
 
