@@ -301,8 +301,8 @@ func (n *Node) closeListeners() {
 	}
 }
 
-// transferOnShutdown: a leader hands its leadership to the follower with
-// the highest match index and waits (bounded) until it is no longer the
+// transferOnShutdown: a leader hands its leadership to the connected
+// follower with the highest match index and waits (bounded) until it is no longer the
 // leader, so that the cluster does not wait out an election timeout.
 func (n *Node) transferOnShutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -311,10 +311,14 @@ func (n *Node) transferOnShutdown(ctx context.Context) {
 	if err != nil || st.Role != raft.RoleLeader {
 		return
 	}
+	up := map[raft.NodeID]bool{}
+	for _, p := range n.tr.Peers() {
+		up[p.ID] = p.Connected && p.Inbound
+	}
 	var to raft.NodeID
 	var best uint64
 	for id, pr := range st.Progress {
-		if to == raft.None || pr.Match > best {
+		if up[id] && (to == raft.None || pr.Match > best) {
 			to, best = id, pr.Match
 		}
 	}
