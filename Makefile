@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long bench clean mutate-spec mutate-raft mutate-wal
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long sim-longrun bench clean mutate-spec mutate-raft mutate-wal
 
 all: build
 
@@ -76,6 +76,11 @@ bugs:
 ## fault on (docs/runtime.md; about 10 minutes on 2 cores).
 sim-long:
 	SIM_SEEDS=1-10000 $(GO) test -count=1 -timeout 0 -run 'TestSimulatedRuntime' -v ./conformance/ | tail -3
+
+## sim-longrun: one simulated run of the replica runtime with every fault
+## kind and at least 20,000 acknowledged writes, its trace checked (15 s).
+sim-longrun:
+	SIM_LONG=1 $(GO) test -count=1 -timeout 0 -run 'TestSimLongRun' -v ./conformance/ | tail -3
 
 ## long-trace: a run of 20,000 client writes of the harness, with crashes,
 ## partitions and corruptions, traced (version 2) and checked against the

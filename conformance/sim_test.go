@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/durableraft/durableraft/conformance/sim"
 	"github.com/durableraft/durableraft/impl/raft"
@@ -243,4 +244,28 @@ func TestRuntimeBugsCaught(t *testing.T) {
 			t.Fatalf("not caught in %d seeds", seedsMax)
 		})
 	}
+}
+
+// TestSimLongRun: one long run of the runtime under every fault with at
+// least 20,000 acknowledged client writes, traced and checked against the
+// spec (SIM_LONG=1; make sim-longrun). make test runs a short version.
+func TestSimLongRun(t *testing.T) {
+	o := sim.Default(20000)
+	o.N, o.ProposeEvery, o.ReadEvery = 3, 2*time.Millisecond, 10*time.Millisecond
+	o.PreVote, o.CheckQuorum, o.MsgEntriesMax, o.InflightMsgsMax = true, true, 64, 4
+	o.Rates = sim.BaseRates
+	o.Rates.FaultEvery = time.Second // every fault kind, less often: the cluster must also get work done
+	want := 1000
+	o.Duration = 3 * time.Second
+	if os.Getenv("SIM_LONG") != "" {
+		o.Duration, want = 150*time.Second, 20000
+	}
+	s := runSeed(t, o)
+	if t.Failed() {
+		return
+	}
+	if s.Counts.Acked < want {
+		t.Fatalf("%d acknowledged writes, want at least %d: %+v", s.Counts.Acked, want, s.Counts)
+	}
+	t.Logf("%d acknowledged writes, %d trace events checked, counts %+v", s.Counts.Acked, len(s.CheckableEvents()), s.Counts)
 }
