@@ -41,6 +41,7 @@ func run(args []string, stderr io.Writer) int {
 		logFormat     = fs.String("log-format", "text", "text or json")
 		logLevel      = fs.String("log-level", "info", "debug, info, warn or error")
 		lossy         = fs.Bool("testing-lossy-fs", false, "TESTS ONLY: keep unsynced writes in memory (kill -9 loses them)")
+		syncMs        = fs.Int("testing-sync-ms", 0, "TESTS ONLY, with --testing-lossy-fs: every fdatasync takes this long (a slow device)")
 		bugs          = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
 		snapshotEvery = fs.Int("snapshot-entries", 0, "snapshot thresholds: not implemented yet (issue 11); must be 0")
 	)
@@ -71,7 +72,9 @@ func run(args []string, stderr io.Writer) int {
 		}
 	}
 	if *lossy {
-		cfg.FS, cfg.TestingLossyFS = lossyfs.New(), true
+		lfs := lossyfs.New()
+		lfs.SyncLatency = time.Duration(*syncMs) * time.Millisecond
+		cfg.FS, cfg.TestingLossyFS = lfs, true
 	}
 	if cfg.TestingCoreBugs, cfg.TestingReplicaBugs, err = parseBugs(*bugs); err != nil {
 		fmt.Fprintln(stderr, "raftd:", err)

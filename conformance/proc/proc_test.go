@@ -26,7 +26,7 @@ func TestProcessClusterCatchesBugs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
 	}
-	const attemptsMax = 3
+	const attemptsMax = 5
 	for _, bugs := range []string{"follower-acks-appended", "self-counts-appended,no-voter-learned-floor"} {
 		t.Run(bugs, func(t *testing.T) {
 			for attempt := 1; attempt <= attemptsMax; attempt++ {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/durableraft/durableraft/impl/wal/vfs"
 )
@@ -16,6 +17,9 @@ type FS struct {
 	// Pending counts the bytes written and not yet synced, over all files;
 	// Syncs counts fdatasyncs.
 	Pending, Syncs atomic.Int64
+	// SyncLatency makes every fdatasync take at least this long, as a slow
+	// device does (tests that must land a kill inside a sync).
+	SyncLatency time.Duration
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -135,6 +139,12 @@ func (f *file) flush() error {
 func (f *file) Sync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if d := f.fs.SyncLatency; d > 0 {
+		// The device's latency, modelled: the data reaches the real file
+		// (and a kill -9 can no longer lose it) only after it.
+		t := time.NewTimer(d)
+		<-t.C
+	}
 	if err := f.flush(); err != nil {
 		return err
 	}

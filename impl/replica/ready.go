@@ -44,7 +44,9 @@ func (r *Replica) processReady(rd raft.Ready) {
 			// SubmitSync covers the hard state and asks the WAL to skip its
 			// group-commit delay: a vote must not wait out --wal-sync-ms
 			// (with a delay above the election timeout no leader would
-			// ever be elected).
+			// ever be elected), and every input waits for this hold. (A
+			// learned commit alone will ride the log's batch instead:
+			// holes issue, item 1.)
 			r.hold(r.w.SubmitSync())
 		}
 	}
