@@ -151,7 +151,9 @@ func (a *Authority) Issue(id Identity, hosts []string, validity time.Duration) (
 	return pemCert(der), kp, nil
 }
 
-func pemCert(der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}) }
+func pemCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
 
 func pemKey(k crypto.Signer) ([]byte, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(k)

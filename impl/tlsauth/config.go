@@ -23,7 +23,9 @@ const (
 	VerifyCertIfGiven
 )
 
-func tls13() *tls.Config { return &tls.Config{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13} }
+func tls13() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13}
+}
 
 // ServerConfig is the TLS configuration of a listener: TLS 1.3 only, this
 // side's certificate and the bundle as the client CAs, both taken from the

@@ -31,4 +31,6 @@ func statFile(path string) (stamp, error) {
 
 // racy: a change made at or after readAt could have kept the stamp (its
 // change time within racyWindow of the moment the content was read).
-func (s stamp) racy(readAt time.Time) bool { return s.ctime == 0 || s.ctime >= readAt.Add(-racyWindow).UnixNano() }
+func (s stamp) racy(readAt time.Time) bool {
+	return s.ctime == 0 || s.ctime >= readAt.Add(-racyWindow).UnixNano()
+}
