@@ -34,6 +34,7 @@ const (
 	refuseCluster  uint8 = 1 // another cluster id
 	refuseNotPeer  uint8 = 2 // the dialer's id is not a member (or is the acceptor's own)
 	refuseWrongDst uint8 = 3 // the dialer meant another node
+	refuseIdentity uint8 = 4 // Authenticate refused: the certificate does not name the node the hello claims
 )
 
 const (

@@ -2,8 +2,11 @@ package transport
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -45,6 +48,27 @@ func (t *Transport) acceptLoop() {
 	}
 }
 
+// tlsHandshake runs the TLS handshake of an inbound TLS connection (within
+// the read deadline set), so that a refused certificate is logged as
+// what it is. A connection that closes before saying anything is not.
+func (t *Transport) tlsHandshake(c net.Conn) error {
+	tc, ok := c.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	err := tc.HandshakeContext(ctx)
+	if err == nil {
+		return nil
+	}
+	t.stats.TLSHandshakesFailed.Add(1)
+	if !errors.Is(err, io.EOF) {
+		t.log.Warn("transport: peer refused: the TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+	}
+	return fmt.Errorf("TLS handshake: %w", err)
+}
+
 // refuse answers a handshake with a refusal and counts it.
 func (t *Transport) refuse(c net.Conn, code uint8, msg string) error {
 	t.stats.HandshakesRefused.Add(1)
@@ -59,6 +83,9 @@ func (t *Transport) refuse(c net.Conn, code uint8, msg string) error {
 // verify closes the connection and is counted.
 func (t *Transport) serveInbound(c net.Conn) error {
 	if err := c.SetReadDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
+		return err
+	}
+	if err := t.tlsHandshake(c); err != nil {
 		return err
 	}
 	br := bufio.NewReaderSize(c, 64<<10)
@@ -87,6 +114,12 @@ func (t *Transport) serveInbound(c net.Conn) error {
 		return t.refuse(c, refuseNotPeer, fmt.Sprintf("node id %d is not a peer of node %d in cluster %016x", h.From, t.cfg.ID, t.cfg.ClusterID))
 	case raft.NodeID(h.To) != t.cfg.ID:
 		return t.refuse(c, refuseWrongDst, fmt.Sprintf("this is node %d, not node %d", t.cfg.ID, h.To))
+	}
+	if t.cfg.Authenticate != nil {
+		if err := t.cfg.Authenticate(c, from); err != nil {
+			t.stats.IdentityRefused.Add(1)
+			return t.refuse(c, refuseIdentity, fmt.Sprintf("the hello claims node %d: %v", h.From, err))
+		}
 	}
 	a := ack{ClusterID: t.cfg.ClusterID, ID: uint64(t.cfg.ID), ClientAddr: t.cfg.ClientAddr}
 	if err := t.writeFrames(c, wire.AppendFrame(nil, FrameAck, a.encode())); err != nil {

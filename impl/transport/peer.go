@@ -176,6 +176,13 @@ func (p *peer) connect() (net.Conn, *bufio.Reader, error) {
 		t.untrack(c)
 		return nil, nil, err
 	}
+	if t.cfg.Authenticate != nil {
+		if err := t.cfg.Authenticate(c, p.id); err != nil {
+			t.stats.DialFailures.Add(1)
+			t.stats.IdentityRefused.Add(1)
+			return fail(fmt.Errorf("the node at %s is not node %d: %w", p.addr, p.id, err))
+		}
+	}
 	if err := c.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
 		return fail(err)
 	}

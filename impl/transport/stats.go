@@ -9,6 +9,11 @@ type Stats struct {
 	Dials, DialFailures, HandshakesRefusedByPeer, Reconnects atomic.Uint64
 	// Inbound connections.
 	Accepted, HandshakesRefused, ConnectionsReplaced atomic.Uint64
+	// TLSHandshakesFailed: inbound TLS handshakes that failed (a
+	// certificate of another CA, none, not TLS at all). IdentityRefused:
+	// Authenticate refused the other side, either way (inbound ones are in
+	// HandshakesRefused too).
+	TLSHandshakesFailed, IdentityRefused atomic.Uint64
 	// Traffic.
 	FramesSent, FramesReceived, BytesSent, BytesReceived atomic.Uint64
 	MessagesSent, MessagesReceived, Writes               atomic.Uint64
@@ -30,6 +35,8 @@ type StatsSnapshot struct {
 	Accepted                uint64 `json:"accepted"`
 	HandshakesRefused       uint64 `json:"handshakes_refused"`
 	ConnectionsReplaced     uint64 `json:"connections_replaced"`
+	TLSHandshakesFailed     uint64 `json:"tls_handshakes_failed"`
+	IdentityRefused         uint64 `json:"identity_refused"`
 	FramesSent              uint64 `json:"frames_sent"`
 	FramesReceived          uint64 `json:"frames_received"`
 	BytesSent               uint64 `json:"bytes_sent"`
@@ -50,7 +57,8 @@ func (s *Stats) Snapshot() StatsSnapshot {
 	return StatsSnapshot{
 		Dials: s.Dials.Load(), DialFailures: s.DialFailures.Load(), HandshakesRefusedByPeer: s.HandshakesRefusedByPeer.Load(),
 		Reconnects: s.Reconnects.Load(), Accepted: s.Accepted.Load(), HandshakesRefused: s.HandshakesRefused.Load(),
-		ConnectionsReplaced: s.ConnectionsReplaced.Load(), FramesSent: s.FramesSent.Load(), FramesReceived: s.FramesReceived.Load(),
+		ConnectionsReplaced: s.ConnectionsReplaced.Load(), TLSHandshakesFailed: s.TLSHandshakesFailed.Load(),
+		IdentityRefused: s.IdentityRefused.Load(), FramesSent: s.FramesSent.Load(), FramesReceived: s.FramesReceived.Load(),
 		BytesSent: s.BytesSent.Load(), BytesReceived: s.BytesReceived.Load(), MessagesSent: s.MessagesSent.Load(),
 		MessagesReceived: s.MessagesReceived.Load(), Writes: s.Writes.Load(), DroppedQueueFull: s.DroppedQueueFull.Load(),
 		DroppedWriteFailed: s.DroppedWriteFailed.Load(), DroppedUnknownPeer: s.DroppedUnknownPeer.Load(),

@@ -26,11 +26,18 @@ type Config struct {
 	// ClientAddr is this node's client address, told to every peer in the
 	// handshake (for forwarding and redirects).
 	ClientAddr string
-	// Listener accepts the peers' connections (the caller makes it: TLS, when
-	// it comes, wraps it there). Dial makes an outbound connection; default
-	// net.Dialer with DialTimeout.
+	// Listener accepts the peers' connections (the caller makes it, and
+	// wraps it in TLS: a *tls.Conn it accepts gets its TLS handshake
+	// first, within HandshakeTimeout). Dial makes an outbound connection
+	// (a TLS one's handshake done); default net.Dialer with DialTimeout.
 	Listener net.Listener
 	Dial     func(ctx context.Context, addr string) (net.Conn, error)
+	// Authenticate, when set, checks that the other side of c is member
+	// peer (with TLS: its certificate names that node of this cluster,
+	// tlsauth.Store.CheckPeer). The dialer calls it before its hello, for
+	// the peer it dialled; the acceptor after the hello, for the node the
+	// hello claims, and refuses with the error's text.
+	Authenticate func(c net.Conn, peer raft.NodeID) error
 	// Deliver receives every inbound message that decoded (replica.Runner's
 	// Deliver). It must not block.
 	Deliver func(replica.Message)
