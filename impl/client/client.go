@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,12 @@ type Config struct {
 	// RequestTimeout bounds a call whose context has no deadline (default
 	// 10s); DialTimeout one dial (default 1s).
 	RequestTimeout, DialTimeout time.Duration
-	Logger                      *slog.Logger
+	// Dial makes a connection to a member's client address, within ctx
+	// (which carries DialTimeout); default TCP. With TLS it is
+	// tlsauth.Store.Dialer: the client's certificate, and the server's
+	// checked to be a member's of the client's cluster.
+	Dial   func(ctx context.Context, addr string) (net.Conn, error)
+	Logger *slog.Logger
 }
 
 // Errors.
@@ -99,6 +105,10 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Dial == nil {
+		d := &net.Dialer{}
+		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
 	c := &Client{cfg: cfg, log: cfg.Logger, target: cfg.Endpoints[0], stop: make(chan struct{})}
 	c.sess.init()
 	if !cfg.NoSession {
@@ -143,7 +153,9 @@ func (c *Client) connection(ctx context.Context) (*conn, error) {
 	if c.cn != nil && c.cn.alive() {
 		return c.cn, nil
 	}
-	cn, err := dial(ctx, c.target, c.cfg.DialTimeout)
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	cn, err := dial(dctx, c.target, c.cfg.Dial)
+	cancel()
 	if err != nil {
 		c.rotateLocked()
 		return nil, err

@@ -37,9 +37,8 @@ type conn struct {
 	dead   chan struct{}
 }
 
-func dial(ctx context.Context, addr string, timeout time.Duration) (*conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
+func dial(ctx context.Context, addr string, dialer func(context.Context, string) (net.Conn, error)) (*conn, error) {
+	c, err := dialer(ctx, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,8 @@ var errorTable = map[string]struct {
 	CodeTooLarge:          {http.StatusRequestEntityTooLarge, true, false, "a key, value or body over its limit"},
 	CodeNoSuchPath:        {http.StatusNotFound, true, false, "no such API path"},
 	CodeMethod:            {http.StatusMethodNotAllowed, true, false, "method not allowed on this path"},
+	CodeUnauthenticated:   {http.StatusUnauthorized, true, false, "TLS is on and the request needs a client certificate"},
+	CodeForbidden:         {http.StatusForbidden, true, false, "the certificate's role does not allow the request, or it is a member's"},
 	CodeNotFound:          {http.StatusNotFound, true, false, "the key is absent (a read, or a delete that applied)"},
 	CodeMismatch:          {http.StatusConflict, true, false, "a CAS or conditional delete whose comparison failed at apply"},
 	CodeNotLeader:         {http.StatusServiceUnavailable, true, true, "this node does not lead and did not forward (asked not to, or already forwarded)"},
@@ -66,6 +68,8 @@ const (
 	CodeTooLarge          = "too_large"
 	CodeNoSuchPath        = "no_such_path"
 	CodeMethod            = "method_not_allowed"
+	CodeUnauthenticated   = "unauthenticated"
+	CodeForbidden         = "forbidden"
 	CodeNotFound          = "not_found"
 	CodeMismatch          = "mismatch"
 	CodeNotLeader         = "not_leader"

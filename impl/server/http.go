@@ -27,7 +27,8 @@ const (
 )
 
 // routes is the client API on the standard library's router
-// (docs/raftd.md has the table).
+// (docs/raftd.md has the table), behind the gate that judges each request
+// by its route's role (auth.go: withAuth, routeRoles).
 func (n *Node) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/kv/{key...}", n.handleKV)
@@ -39,9 +40,10 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		n.fail(w, errorf(CodeNoSuchPath, "no such path %q (see docs/raftd.md)", r.URL.Path))
 	})
+	gate := n.withAuth(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.stats.Requests.Add(1)
-		mux.ServeHTTP(w, r)
+		gate.ServeHTTP(w, r)
 	})
 }
 
@@ -262,7 +264,7 @@ func (n *Node) redirectOrForward(w http.ResponseWriter, r *http.Request, body []
 	}
 	if wantsRedirect(r) {
 		n.stats.Redirected.Add(1)
-		w.Header().Set("Location", "http://"+e.LeaderAddr+r.URL.RequestURI())
+		w.Header().Set("Location", n.scheme()+"://"+e.LeaderAddr+r.URL.RequestURI())
 		writeJSON(w, http.StatusTemporaryRedirect, errorBody{Code: CodeNotLeader, Message: "redirected to the leader",
 			Outcome: "definite", Leader: uint64(e.Leader), LeaderAddr: e.LeaderAddr})
 		return true
@@ -306,7 +308,7 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, body []byte, e *E
 	defer cancel()
 	var wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }})
-	req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+e.LeaderAddr+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, r.Method, n.scheme()+"://"+e.LeaderAddr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		n.fail(w, errorf(CodeInternal, "forwarding: %v", err))
 		return
@@ -317,6 +319,12 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, body []byte, e *E
 		}
 	}
 	req.Header.Set(headerForwarded, strconv.FormatUint(uint64(n.cfg.ID), 10))
+	if a, ok := accessOf(r.Context()); ok && n.cfg.TLS != nil {
+		// The client this node judged, for the leader to judge again; it
+		// takes these only from a member's certificate (auth.go).
+		req.Header.Set(headerClient, a.name)
+		req.Header.Set(headerClientRole, a.role.String())
+	}
 	resp, err := n.fwd.Do(req)
 	if err != nil {
 		if !wrote.Load() || r.Method == http.MethodGet || r.Method == http.MethodHead {

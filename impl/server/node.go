@@ -18,6 +18,7 @@ import (
 	"github.com/durableraft/durableraft/impl/kv"
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/tlsauth"
 	"github.com/durableraft/durableraft/impl/transport"
 	"github.com/durableraft/durableraft/impl/wal"
 	"github.com/durableraft/durableraft/impl/wal/vfs"
@@ -53,9 +54,18 @@ type Config struct {
 	// no-op stamped with its clock, so that sessions expire (default 1s).
 	IdleNoop time.Duration
 	Logger   *slog.Logger
-	// Listen makes the listeners: the one place a listener is set up (TLS
-	// wraps it here). Default net.Listen("tcp", addr).
+	// Listen makes the listeners: the one place a listener is set up (with
+	// TLS, Open wraps what it returns). Default net.Listen("tcp", addr).
 	Listen func(addr string) (net.Listener, error)
+	// TLS, when set, is mutual TLS 1.3 on both ports from its credentials
+	// (impl/tlsauth, reloaded on change): the peer port takes only a
+	// member's certificate naming the node its hello claims; the client
+	// port serves this node's certificate and judges every request by the
+	// client certificate's role (auth.go). Its certificate must name this
+	// node of this cluster. Without TLS, both addresses must be loopback
+	// unless Insecure.
+	TLS      *tlsauth.Store
+	Insecure bool
 	// FS is the file system under the WAL: default vfs.OS; tests set
 	// impl/lossyfs (TestingLossyFS says so in the status).
 	FS             vfs.FS
@@ -128,6 +138,9 @@ type Node struct {
 type Stats struct {
 	Requests, Writes, Reads, StaleReads, Forwarded, Redirected, BadRequests atomic.Uint64
 	Definite, Unknown, IdleNoops, PipeConns, PipeBadFrames                  atomic.Uint64
+	// TLSHandshakesFailed: client connections whose TLS handshake failed;
+	// AuthRefused: requests refused for their certificate or role.
+	TLSHandshakesFailed, AuthRefused atomic.Uint64
 }
 
 // Open boots a node: the cluster file (written at the first boot), the
@@ -136,6 +149,9 @@ func Open(cfg Config) (*Node, error) {
 	cfg.defaults()
 	if cfg.ID == raft.None || cfg.DataDir == "" {
 		return nil, errors.New("server: config needs ID and DataDir")
+	}
+	if err := checkBinds(&cfg); err != nil {
+		return nil, err
 	}
 	log := cfg.Logger.With("node", uint64(cfg.ID))
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -149,6 +165,13 @@ func Open(cfg Config) (*Node, error) {
 		log.Warn("server: --peers ignored: the data directory names the cluster", "peers_flag", FormatPeers(cfg.InitialPeers),
 			"members", FormatPeers(cl.Members))
 	}
+	if cfg.TLS != nil {
+		if err := checkIdentity(cfg.TLS, cfg.ID, cl.ID); err != nil {
+			return nil, err
+		}
+	} else if cfg.Insecure {
+		log.Warn("server: --insecure: listening without TLS", "client", cfg.ClientAddr, "peer", cfg.PeerAddr)
+	}
 	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, runDone: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(); err != nil {
@@ -161,10 +184,10 @@ func Open(cfg Config) (*Node, error) {
 func (n *Node) open() error {
 	cfg := n.cfg
 	var err error
-	if n.peerL, err = cfg.Listen(cfg.PeerAddr); err != nil {
+	if n.peerL, err = n.listen(cfg.PeerAddr, tlsauth.RequireCert); err != nil {
 		return fmt.Errorf("peer listener: %w", err)
 	}
-	if n.clientL, err = cfg.Listen(cfg.ClientAddr); err != nil {
+	if n.clientL, err = n.listen(cfg.ClientAddr, tlsauth.VerifyCertIfGiven); err != nil {
 		return fmt.Errorf("client listener: %w", err)
 	}
 	n.clientAddr = cfg.AdvertiseClient
@@ -181,8 +204,13 @@ func (n *Node) open() error {
 	}
 	n.rec, n.w = rec, w
 	n.logRecovery(rec)
-	n.tr, err = transport.New(transport.Config{ID: cfg.ID, ClusterID: n.cluster.ID, Peers: n.cluster.Members, ClientAddr: n.clientAddr,
-		Listener: n.peerL, Deliver: func(m replica.Message) { n.run.Deliver(m) }, Logger: n.log})
+	tc := transport.Config{ID: cfg.ID, ClusterID: n.cluster.ID, Peers: n.cluster.Members, ClientAddr: n.clientAddr,
+		Listener: n.peerL, Deliver: func(m replica.Message) { n.run.Deliver(m) }, Logger: n.log}
+	if cfg.TLS != nil {
+		tc.Dial = cfg.TLS.Dialer(time.Second, nil)
+		tc.Authenticate = func(c net.Conn, peer raft.NodeID) error { return cfg.TLS.CheckPeer(c, uint64(peer)) }
+	}
+	n.tr, err = transport.New(tc)
 	if err != nil {
 		w.Close()
 		return err
@@ -207,8 +235,14 @@ func (n *Node) open() error {
 	n.run = replica.NewRunner(n.rep, replica.RunOptions{TickInterval: cfg.TickInterval})
 	n.httpL = newChanListener(n.clientL.Addr())
 	n.httpSrv = &http.Server{Handler: n.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn)}
-	n.fwd = &http.Client{Timeout: cfg.RequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if pc, ok := c.(*peekedConn); ok {
+				return context.WithValue(ctx, authContext{}, pc.p)
+			}
+			return ctx
+		}}
+	n.fwd = &http.Client{Timeout: cfg.RequestTimeout, Transport: n.forwardTransport()}
 	n.pipes = newPipeServer(n)
 	return nil
 }
@@ -410,6 +444,11 @@ func (n *Node) acceptClients() {
 		go func() {
 			defer n.wg.Done()
 			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			p, err := n.identify(c)
+			if err != nil {
+				_ = c.Close()
+				return
+			}
 			br := bufio.NewReaderSize(c, 64<<10)
 			b, err := br.Peek(1)
 			_ = c.SetReadDeadline(time.Time{})
@@ -418,20 +457,22 @@ func (n *Node) acceptClients() {
 				return
 			}
 			if b[0] == wire.Version {
-				n.pipes.serve(c, br)
+				n.pipes.serve(c, br, p)
 				return
 			}
-			if !n.httpL.push(&peekedConn{Conn: c, r: br}) {
+			if !n.httpL.push(&peekedConn{Conn: c, r: br, p: p}) {
 				_ = c.Close()
 			}
 		}()
 	}
 }
 
-// peekedConn is a connection whose first bytes wait in r.
+// peekedConn is a connection whose first bytes wait in r, and who is on
+// its other side.
 type peekedConn struct {
 	net.Conn
 	r *bufio.Reader
+	p principal
 }
 
 func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }

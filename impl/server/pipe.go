@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,10 @@ type pipeConn struct {
 	pending map[uint64]*pendingReq
 	signal  chan struct{}
 	closed  chan struct{}
+	// p is who is on the other side; refusedOnce keeps its refusals to
+	// one log line per connection (each is counted).
+	p           principal
+	refusedOnce sync.Once
 }
 
 type pendingReq struct {
@@ -66,9 +71,9 @@ type pendingReq struct {
 	write    bool
 }
 
-func (s *pipeServer) serve(c net.Conn, br *bufio.Reader) {
+func (s *pipeServer) serve(c net.Conn, br *bufio.Reader, p principal) {
 	n := s.n
-	pc := &pipeConn{s: s, c: c, pending: map[uint64]*pendingReq{}, signal: make(chan struct{}, 1), closed: make(chan struct{})}
+	pc := &pipeConn{s: s, c: c, pending: map[uint64]*pendingReq{}, signal: make(chan struct{}, 1), closed: make(chan struct{}), p: p}
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
@@ -139,6 +144,12 @@ func (pc *pipeConn) handle(reqs []kvproto.Request) {
 		p := &pendingReq{deadline: deadline, write: rq.Op == kvproto.OpCommand}
 		if !pc.track(rq.ID, p) {
 			pc.refuse(rq.ID, errorf(CodeBusy, "more than %d requests in flight on this connection, or a repeated id", pipeInflightMax))
+			continue
+		}
+		if e := n.authorizeOp(pc.p, rq.Op); e != nil {
+			n.stats.AuthRefused.Add(1)
+			pc.refusedOnce.Do(func() { n.refused(pc.p, pc.c.RemoteAddr().String(), "pipelined op "+strconv.Itoa(int(rq.Op)), e) })
+			pc.answerOnce(rq.ID, p, nil, e)
 			continue
 		}
 		switch rq.Op {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/tlsauth"
 	"github.com/durableraft/durableraft/impl/transport"
 )
 
@@ -50,6 +51,10 @@ type StatusBody struct {
 	Peers     []transport.PeerStatus              `json:"peers"`
 	Server    map[string]uint64                   `json:"server_stats"`
 	Testing   TestingBody                         `json:"testing"`
+	// TLS is the credentials in use (absent without TLS); Insecure says
+	// the node was told to listen beyond loopback without TLS.
+	TLS      *tlsauth.Status `json:"tls,omitempty"`
+	Insecure bool            `json:"insecure,omitempty"`
 }
 
 // RecoveryBody is what the WAL's recovery found at this boot.
@@ -136,12 +141,18 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 			"stale_reads": n.stats.StaleReads.Load(), "forwarded": n.stats.Forwarded.Load(), "redirected": n.stats.Redirected.Load(),
 			"bad_requests": n.stats.BadRequests.Load(), "definite_errors": n.stats.Definite.Load(), "unknown_outcomes": n.stats.Unknown.Load(),
 			"idle_noops": n.stats.IdleNoops.Load(), "pipe_connections": n.stats.PipeConns.Load(), "pipe_bad_frames": n.stats.PipeBadFrames.Load(),
+			"tls_handshakes_failed": n.stats.TLSHandshakesFailed.Load(), "auth_refused": n.stats.AuthRefused.Load(),
 		},
 		Testing: TestingBody{LossyFS: n.cfg.TestingLossyFS, CoreBugs: n.cfg.TestingCoreBugs.String(), ReplicaBugs: n.cfg.TestingReplicaBugs.String()},
 	}
 	if st.Lead != raft.None {
 		b.LeaderAddr = n.tr.ClientAddr(st.Lead)
 	}
+	if n.cfg.TLS != nil {
+		ts := n.cfg.TLS.Status()
+		b.TLS = &ts
+	}
+	b.Insecure = n.cfg.TLS == nil && n.cfg.Insecure
 	return b, nil
 }
 

@@ -102,8 +102,7 @@ func TestTLSDelivery(t *testing.T) {
 }
 
 // TestTLSRefusals: what a member refuses on its peer port, each with a log
-// line on its side and an error the dialer sees (its LastError), and the
-// dialer's own refusal of an acceptor that is not the node it dialled.
+// line on its side and an error the dialer sees (its LastError).
 func TestTLSRefusals(t *testing.T) {
 	p := newTestPKI(t, 0xc1)
 	other := newTestPKI(t, 0xc1) // another CA, even of a cluster with the same id
@@ -165,9 +164,14 @@ func TestTLSRefusals(t *testing.T) {
 	if ns[2].in.count() != 0 {
 		t.Fatal("a refused peer's message was delivered")
 	}
+}
 
-	// The other way: node 1 dials "node 2" and finds node 3's certificate
-	// there (a listener at node 2's address with node 3's certificate).
+// TestTLSDialerRefuses: node 1 dials "node 2" and finds node 3's
+// certificate there (a listener at node 2's address with node 3's valid
+// certificate): the dialer refuses it before its hello, and logs it.
+func TestTLSDialerRefuses(t *testing.T) {
+	p := newTestPKI(t, 0xc1)
+	node3 := p.node(3)
 	l := listen(t)
 	imp := tls.NewListener(l, node3.ServerConfig(tlsauth.RequireCert))
 	go func() {
