@@ -380,11 +380,8 @@ func (n *Node) transfer(ctx context.Context, to raft.NodeID) error {
 		if err != nil {
 			return err
 		}
-		if st.Role != raft.RoleLeader {
-			if st.Lead != to {
-				return fmt.Errorf("stepped down; leader now %d", st.Lead)
-			}
-			return nil
+		if done, err := transferOutcome(st.Role, st.Lead, to); done {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -392,6 +389,19 @@ func (n *Node) transfer(ctx context.Context, to raft.NodeID) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// transferOutcome says whether a transfer to to has ended, as a status of
+// the old leader shows it: still leading, or stepped down with the new
+// leader not heard from yet, it has not; another leader is a failure.
+func transferOutcome(role raft.Role, lead, to raft.NodeID) (bool, error) {
+	switch {
+	case role == raft.RoleLeader, lead == raft.None:
+		return false, nil
+	case lead == to:
+		return true, nil
+	}
+	return true, fmt.Errorf("stepped down; leader now %d", lead)
 }
 
 // idleNoops: while this node leads and nothing was proposed for
