@@ -39,7 +39,7 @@ func (e *env) bench(args []string) int {
 		defer c.Close()
 		cs = append(cs, c)
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients}, Timeout: e.timeout}
+	hc := &http.Client{Transport: e.httpTransport(*clients), Timeout: e.timeout}
 	ctx, cancel := context.WithTimeout(context.Background(), *dur)
 	defer cancel()
 	var ok, failed, unknown atomic.Uint64
@@ -98,7 +98,7 @@ func (e *env) bench(args []string) int {
 // redirects to the leader.
 func (e *env) httpPut(ctx context.Context, hc *http.Client, key string, value []byte) error {
 	for _, ep := range e.endpoints {
-		req, err := http.NewRequestWithContext(ctx, "PUT", "http://"+ep+"/v1/kv/"+key, strings.NewReader(string(value)))
+		req, err := http.NewRequestWithContext(ctx, "PUT", e.scheme()+"://"+ep+"/v1/kv/"+key, strings.NewReader(string(value)))
 		if err != nil {
 			return err
 		}

@@ -16,11 +16,12 @@ import (
 	"time"
 
 	"github.com/durableraft/durableraft/impl/client"
+	"github.com/durableraft/durableraft/impl/tlsauth"
 )
 
 const usage = `raftctl: talk to a raftd cluster.
 
-  raftctl [--endpoints a:p,b:p,...] [--timeout 10s] COMMAND ARGS
+  raftctl [--endpoints a:p,b:p,...] [--timeout 10s] [--cacert F --cert F --key F] COMMAND ARGS
 
   put KEY VALUE          write (exactly once, through a session)
   get [--stale] KEY      read (linearizable unless --stale)
@@ -33,8 +34,11 @@ const usage = `raftctl: talk to a raftd cluster.
   wal inspect DIR        decode and verify a stopped node's data directory
   demo [flags]           start a local 3-node cluster of raftd processes, run a
                          demonstration, serve until Ctrl-C (make run)
+  cert ca|node|client|show  a development CA and its certificates (raftctl cert)
 
 Endpoints default to $RAFTCTL_ENDPOINTS or 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003.
+With --cacert, --cert and --key ($RAFTCTL_CACERT, $RAFTCTL_CERT, $RAFTCTL_KEY)
+every command speaks TLS with that client certificate (docs/security.md).
 Exit status: 0 done, 1 failed (definite), 2 usage, 3 outcome unknown, 4 not found.
 `
 
@@ -44,6 +48,7 @@ type env struct {
 	endpoints []string
 	timeout   time.Duration
 	out, err  io.Writer
+	tls       *tlsauth.Store // nil: no TLS
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -56,10 +61,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	eps := fs.String("endpoints", def, "client addresses")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit of one request")
+	cacert := fs.String("cacert", os.Getenv("RAFTCTL_CACERT"), "the cluster's CA bundle (TLS)")
+	cert := fs.String("cert", os.Getenv("RAFTCTL_CERT"), "this client's certificate (TLS)")
+	key := fs.String("key", os.Getenv("RAFTCTL_KEY"), "this client's key (TLS)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	e := &env{endpoints: strings.Split(*eps, ","), timeout: *timeout, out: stdout, err: stderr}
+	if err := e.setupTLS(*cacert, *cert, *key); err != nil {
+		fmt.Fprintln(stderr, "raftctl:", err)
+		return 2
+	}
 	rest := fs.Args()
 	if len(rest) == 0 {
 		fs.Usage()
@@ -79,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return e.bench(rest)
 	case "demo":
 		return e.demo(rest)
+	case "cert":
+		return e.cert(rest)
 	case "wal":
 		if len(rest) == 2 && rest[0] == "inspect" {
 			return inspect(rest[1], stdout, stderr)
@@ -103,8 +117,12 @@ func (e *env) exit(err error) int {
 }
 
 func (e *env) client() (*client.Client, error) {
-	return client.New(client.Config{Endpoints: e.endpoints, RequestTimeout: e.timeout,
-		Logger: slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	cfg := client.Config{Endpoints: e.endpoints, RequestTimeout: e.timeout,
+		Logger: slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if e.tls != nil {
+		cfg.Dial = e.tls.Dialer(time.Second, nil)
+	}
+	return client.New(cfg)
 }
 
 func (e *env) kv(cmd string, args []string) int {
@@ -179,11 +197,11 @@ func (e *env) kv(cmd string, args []string) int {
 func (e *env) httpDo(method, addr, path string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, e.scheme()+"://"+addr+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: e.httpTransport(1)}).Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -45,7 +45,12 @@ func run(args []string, stderr io.Writer) int {
 		bugs          = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
 		snapshotEvery = fs.Int("snapshot-entries", 0, "snapshot thresholds: not implemented yet (issue 11); must be 0")
 	)
+	sec := addSecurityFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := sec.check(); err != nil {
+		fmt.Fprintln(stderr, "raftd:", err)
 		return 2
 	}
 	logger, err := newLogger(stderr, *logFormat, *logLevel)
@@ -79,6 +84,10 @@ func run(args []string, stderr io.Writer) int {
 	if cfg.TestingCoreBugs, cfg.TestingReplicaBugs, err = parseBugs(*bugs); err != nil {
 		fmt.Fprintln(stderr, "raftd:", err)
 		return 2
+	}
+	if err := sec.apply(&cfg, logger); err != nil {
+		logger.Error("raftd: cannot start", "err", err)
+		return 1
 	}
 	n, err := server.Open(cfg)
 	if err != nil {

@@ -30,6 +30,8 @@ func TestUsage(t *testing.T) {
 		{"--id", "1", "--data", t.TempDir(), "--log-format", "xml"},
 		{"--id", "1", "--data", t.TempDir(), "--snapshot-entries", "5"},
 		{"--no-such-flag"},
+		{"--id", "1", "--data", t.TempDir(), "--tls-ca", "ca.crt"},
+		{"--id", "1", "--data", t.TempDir(), "--tls-ca", "a", "--tls-cert", "b", "--tls-key", "c", "--insecure"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(args, &stderr); code != 2 || stderr.Len() == 0 {
@@ -45,5 +47,27 @@ func TestFirstBootNeedsPeers(t *testing.T) {
 	if code := run([]string{"--id", "1", "--data", t.TempDir(), "--listen-client", "127.0.0.1:0", "--listen-peer", "127.0.0.1:0"}, &stderr); code != 1 ||
 		!bytes.Contains(stderr.Bytes(), []byte("--peers is required")) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+// TestNonLoopbackNeedsTLS: without TLS flags raftd refuses to listen
+// beyond loopback (status 1) and says why and what to do; --insecure
+// lets it.
+func TestNonLoopbackNeedsTLS(t *testing.T) {
+	for _, args := range [][]string{
+		{"--listen-client", "0.0.0.0:0", "--listen-peer", "127.0.0.1:0"},
+		{"--listen-client", "127.0.0.1:0", "--listen-peer", ":0"},
+	} {
+		var stderr bytes.Buffer
+		args = append([]string{"--id", "1", "--data", t.TempDir(), "--peers", "1=127.0.0.1:1"}, args...)
+		if code := run(args, &stderr); code != 1 || !bytes.Contains(stderr.Bytes(), []byte("and TLS is off")) ||
+			!bytes.Contains(stderr.Bytes(), []byte("--insecure")) {
+			t.Errorf("%v: exit %d: %s", args, code, stderr.String())
+		}
+	}
+	var stderr bytes.Buffer
+	args := []string{"--id", "1", "--data", t.TempDir(), "--tls-ca", "/nonexistent/ca.crt", "--tls-cert", "/nonexistent/c", "--tls-key", "/nonexistent/k"}
+	if code := run(args, &stderr); code != 1 || !bytes.Contains(stderr.Bytes(), []byte("/nonexistent/ca.crt")) {
+		t.Errorf("missing TLS files: exit %d: %s", code, stderr.String())
 	}
 }

@@ -241,6 +241,14 @@ func (n *Node) identify(c net.Conn) (principal, error) {
 		if !errors.Is(err, io.EOF) {
 			n.log.Warn("server: client refused: the TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
 		}
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && plainHTTP[string(re.RecordHeader[:])] {
+			// As net/http does: tell a plain HTTP client (curl without
+			// https://) what it reached.
+			_ = re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n"+
+				"Client sent an HTTP request to an HTTPS server: this raftd speaks TLS (https://, a client certificate; docs/security.md)\n")
+		}
 		return principal{}, err
 	}
 	p := principal{tls: true}
@@ -257,6 +265,9 @@ func (n *Node) identify(c net.Conn) (principal, error) {
 	}
 	return p, nil
 }
+
+// plainHTTP: the first five bytes of plain HTTP requests.
+var plainHTTP = map[string]bool{"GET /": true, "HEAD ": true, "POST ": true, "PUT /": true, "DELET": true, "OPTIO": true}
 
 // checkIdentity: the store's certificate is this node's, of this cluster.
 func checkIdentity(s *tlsauth.Store, id raft.NodeID, cluster uint64) error {
