@@ -94,11 +94,13 @@ func run(args []string, stderr io.Writer) int {
 		logger.Error("raftd: cannot start", "err", err)
 		return 1
 	}
+	// Signals are caught before the ready line: a script that stops the
+	// node the moment it reads the line gets a clean stop.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	n.Start()
 	// The one line a script or test waits for.
 	fmt.Fprintf(os.Stdout, "raftd: node %d serving client=%s peer=%s\n", *id, n.ClientAddr(), n.PeerAddr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	s := <-sig
 	logger.Info("raftd: stopping", "signal", s.String())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -2,6 +2,7 @@ package procs
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,11 @@ type Config struct {
 	Args func(id int) []string
 	// Stderr, when set, also receives every node's log.
 	Stderr io.Writer
+	// ClientTLS, when set, is the TLS configuration of the cluster's own
+	// HTTP requests (Status, Leader, Transfer: an admin's certificate,
+	// since a transfer needs admin); the nodes get their TLS flags from
+	// Args.
+	ClientTLS *tls.Config
 }
 
 // Node is one raftd process.
@@ -47,14 +53,19 @@ type Node struct {
 
 // Cluster is a set of raftd processes.
 type Cluster struct {
-	cfg   Config
-	Nodes []*Node
-	http  *http.Client
+	cfg    Config
+	Nodes  []*Node
+	http   *http.Client
+	scheme string
 }
 
 // New allocates the addresses and data directories; Start starts nodes.
 func New(cfg Config) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, http: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+	c := &Cluster{cfg: cfg, scheme: "http",
+		http: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: cfg.ClientTLS}}}
+	if cfg.ClientTLS != nil {
+		c.scheme = "https"
+	}
 	for k := 0; k < cfg.Size; k++ {
 		cp, pp, err := ports(cfg, k)
 		if err != nil {
@@ -317,7 +328,7 @@ type Status struct {
 // Status reads node id's /v1/status.
 func (c *Cluster) Status(ctx context.Context, id int) (Status, error) {
 	var st Status
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+c.Node(id).ClientAddr+"/v1/status", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", c.scheme+"://"+c.Node(id).ClientAddr+"/v1/status", nil)
 	if err != nil {
 		return st, err
 	}
@@ -354,7 +365,7 @@ func poll(ctx context.Context, limit time.Duration, what string, cond func(ctx c
 // node to, and waits until the nodes agree on it.
 func (c *Cluster) Transfer(ctx context.Context, via, to int, limit time.Duration) error {
 	return poll(ctx, limit, fmt.Sprintf("leadership on node %d", to), func(ctx context.Context) bool {
-		req, err := http.NewRequestWithContext(ctx, "POST", "http://"+c.Node(via).ClientAddr+"/v1/transfer",
+		req, err := http.NewRequestWithContext(ctx, "POST", c.scheme+"://"+c.Node(via).ClientAddr+"/v1/transfer",
 			strings.NewReader(fmt.Sprintf(`{"to":%d}`, to)))
 		if err != nil {
 			return false

@@ -91,12 +91,8 @@ func Open(f Files, log *slog.Logger) (*Store, error) {
 func (s *Store) Identity() Identity { return s.ident }
 
 func (s *Store) describe(m *material) []any {
-	var cas []string
-	for _, c := range m.cas {
-		cas = append(cas, c.Subject.CommonName)
-	}
 	return []any{"identity", s.ident.String(), "serial", m.leaf.SerialNumber.Text(16), "not_after", m.leaf.NotAfter.UTC().Format(time.RFC3339),
-		"cas", strings.Join(cas, "; "), "cert", s.paths[1]}
+		"cas", strings.Join(caNames(m.cas), "; "), "cert", s.paths[1]}
 }
 
 // current returns the set to use for one handshake, reloading it first
@@ -258,10 +254,19 @@ func (s *Store) Status() Status {
 	s.mu.Unlock()
 	st := Status{Identity: s.ident.String(), Serial: m.leaf.SerialNumber.Text(16), NotAfter: m.leaf.NotAfter.UTC().Format(time.RFC3339),
 		Reloads: s.reloads.Load(), ReloadFailures: s.reloadFailures.Load(), ReloadError: msg}
-	for _, c := range m.cas {
-		st.CAs = append(st.CAs, c.Subject.CommonName)
-	}
+	st.CAs = caNames(m.cas)
 	return st
+}
+
+// caNames names each CA by its subject and serial (two CAs of one cluster
+// share a subject).
+func caNames(cas []*x509.Certificate) []string {
+	var out []string
+	for _, c := range cas {
+		sn := c.SerialNumber.Text(16)
+		out = append(out, c.Subject.CommonName+" #"+sn[:min(8, len(sn))])
+	}
+	return out
 }
 
 // Serial is the serial number of the certificate in use, in hex.
