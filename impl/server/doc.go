@@ -34,6 +34,16 @@
 // up-to-date follower first, then stops the API, the runner, the
 // transport and the WAL.
 //
+// # Security
+//
+// With Config.TLS both ports are mutual TLS 1.3 from the cluster CA
+// (impl/tlsauth; docs/security.md): the listeners are wrapped where they
+// are made, the transport dials and checks members by node id, and every
+// client request passes one gate (auth.go) that judges it by its route's
+// role and by what its connection presented; a follower judges before it
+// forwards and passes the client on. Without TLS a node listens on
+// loopback only, unless Insecure.
+//
 // Snapshots and compaction (issue 11) are not there yet: a node replays
 // its whole log at boot, and a follower far behind catches up entry by
 // entry. They slot in at the state machine (kv.Store's Snapshot and

@@ -31,6 +31,12 @@
 // otherwise answers with its own id and client address. So each node learns
 // its peers' client addresses, for forwarding and redirects.
 //
+// With TLS (the caller's Listener and Dial), Authenticate holds each side
+// to the node it claims or was meant to reach: the dialer checks the
+// acceptor's certificate before its hello, the acceptor checks the
+// dialer's against the hello's id after it and refuses with the reason;
+// an inbound TLS handshake runs first, and its failure is logged as such.
+//
 // # Bad input
 //
 // A frame that does not verify, a message that does not decode, or a
