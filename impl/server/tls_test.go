@@ -359,8 +359,13 @@ func TestTLSAnotherCA(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unknown certificate authority") {
 		t.Fatalf("another CA's client: %v", err)
 	}
-	if tc.logs[lead].count("the TLS handshake failed") == 0 || tc.nodes[lead].stats.TLSHandshakesFailed.Load() == 0 {
-		t.Fatal("the node did not log the refused handshake")
+	// The client reads the alert before the node's goroutine logs it: wait
+	// for the line (bounded).
+	for deadline := time.Now().Add(5 * time.Second); tc.logs[lead].count("the TLS handshake failed") == 0 ||
+		tc.nodes[lead].stats.TLSHandshakesFailed.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the node did not log the refused handshake")
+		}
 	}
 }
 
