@@ -134,7 +134,13 @@ func TestBatching(t *testing.T) {
 	for k := 0; k < n; k++ {
 		ns[1].tr.Send([]replica.Message{{Message: raft.Message{Type: raft.MsgAppResp, From: 1, To: 2, Term: 1, Success: true, MatchIndex: uint64(k)}}})
 	}
-	waitFor(t, "every message", ns[2].in.changed, func() bool { return ns[2].in.count()+int(ns[1].tr.Stats().DroppedWriteFailed.Load()) == n })
+	// Every message arrives or is dropped and counted: a failed write's, or
+	// beyond the queue's bound while the first connection is still being
+	// made (under load; leaving these out timed the test out there).
+	waitFor(t, "every message", ns[2].in.changed, func() bool {
+		st := ns[1].tr.Stats()
+		return ns[2].in.count()+int(st.DroppedWriteFailed.Load()+st.DroppedQueueFull.Load()) == n
+	})
 	st := ns[1].tr.Stats().Snapshot()
 	if st.Writes*10 > st.MessagesSent {
 		t.Fatalf("%d writes for %d messages: not batched", st.Writes, st.MessagesSent)
