@@ -23,6 +23,9 @@ commands:
   explore      breadth-first search of every reachable state within the bounds
   simulate     seeded random walks within the bounds
   check-trace  replay ndjson traces against the spec
+  viz          draw a trace as a self-contained HTML page (raftspec viz TRACE > run.html)
+  serve        explore the model's state space in the browser
+  story        replay a failure story step by step (spec/testdata/stories/*.txt)
 
 run 'raftspec <command> -h' for the flags of a command.
 `)
@@ -47,6 +50,12 @@ func main() {
 		err = simulate(os.Args[2:], os.Stdout, os.Stderr)
 	case "check-trace":
 		err = checkTrace(os.Args[2:], os.Stdout, os.Stderr)
+	case "viz":
+		err = vizCommand(os.Args[2:], os.Stdout, os.Stderr)
+	case "serve":
+		err = serveCommand(os.Args[2:], os.Stdout, os.Stderr)
+	case "story":
+		err = storyCommand(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		usage(os.Stdout)
 		return
@@ -261,6 +270,7 @@ func writeCounterexample(m *spec.Model, v *spec.Violation, path string, stderr i
 		return "", err
 	}
 	fmt.Fprintf(stderr, "Error: invariant %s is violated: %s\n", v.Invariant, v.Detail)
+	fmt.Fprintln(stderr, drawHint(path))
 	return path, nil
 }
 
