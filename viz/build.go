@@ -83,18 +83,18 @@ func buildOne(src Source, opt Options) (*Page, error) {
 
 // builder turns events into a page, one at a time.
 type builder struct {
-	page    *Page
-	opt     Options
-	names   map[string]int // name → 1-based node
-	durable bool
+	page                                *Page
+	opt                                 Options
+	names                               map[string]int // name → 1-based node
+	durable                             bool
 	advertiseAppended, advertiseLearned bool
-	logs    [][]trace.Entry // logs[node]: the node's log after its last state
-	last    []*State        // last[node]: its last state
-	bag     map[string][]int
-	env     map[envelope][]int
-	actions map[string]int
-	checker *spec.TraceChecker
-	replay  *replayer
+	logs                                [][]trace.Entry // logs[node]: the node's log after its last state
+	last                                []*State        // last[node]: its last state
+	bag                                 map[string][]int
+	env                                 map[envelope][]int
+	actions                             map[string]int
+	checker                             *spec.TraceChecker
+	replay                              *replayer
 }
 
 type envelope struct{ typ, term, from, to int }

@@ -1,8 +1,6 @@
 package viz
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -52,6 +50,7 @@ type replayer struct {
 	m        *spec.Model
 	invs     []spec.Invariant
 	rename   map[string]string // trace name → s1..sN, the model's names
+	ids      map[string]spec.ServerID
 	frontier []*spec.State
 	upto     int
 	stop     string
@@ -60,7 +59,7 @@ type replayer struct {
 }
 
 func newReplayer(c *trace.Config) *replayer {
-	r := &replayer{rename: map[string]string{"Nil": "Nil", "": ""}, first: map[string]bool{}}
+	r := &replayer{rename: map[string]string{"Nil": "Nil", "": ""}, ids: map[string]spec.ServerID{}, first: map[string]bool{}}
 	bugs, err := spec.ParseBugs(c.Bugs)
 	if err == nil {
 		p, perr := spec.ParseProfile(c.Profile)
@@ -77,6 +76,7 @@ func newReplayer(c *trace.Config) *replayer {
 	}
 	for k, n := range c.ServerNames() {
 		r.rename[n] = "s" + strconv.Itoa(k+1)
+		r.ids[n] = spec.ServerID(k + 1)
 	}
 	r.invs, _ = r.m.InvariantsFor("")
 	for _, inv := range r.invs {
@@ -88,7 +88,9 @@ func newReplayer(c *trace.Config) *replayer {
 	return r
 }
 
-// step replays one event; log is the node's whole log after it.
+// step replays one event; log is the node's whole log after it. Only
+// the action instance the event names is taken (Model.Step), from every
+// state the trace can be in so far.
 func (r *replayer) step(e *trace.Event, log []trace.Entry, idx int) {
 	if r.stop != "" {
 		return
@@ -97,27 +99,45 @@ func (r *replayer) step(e *trace.Event, log []trace.Entry, idx int) {
 		r.stop = fmt.Sprintf("the invariants are evaluated on the first %d events only", replayMaxEvents)
 		return
 	}
-	msg := r.renamedMsg(e.Msg)
+	l, msg, err := r.label(e)
+	if err != nil {
+		r.stop = fmt.Sprintf("event %d (%s): %v", idx+1, e.Action, err)
+		return
+	}
 	seen := map[string]bool{}
 	var next []*spec.State
 	var buf []byte
+	accept := func(n spec.State, _ spec.Label) {
+		if !r.stateMatches(&n, l.I, e, log) {
+			return
+		}
+		buf = r.m.Encode(buf[:0], &n)
+		if seen[string(buf)] {
+			return
+		}
+		seen[string(buf)] = true
+		kept := n
+		next = append(next, &kept)
+	}
 	for _, s := range r.frontier {
-		r.m.Next(s, func(n spec.State, l spec.Label) {
-			if !r.labelMatches(l, e, msg) || !r.stateMatches(&n, l.I, e, log) {
-				return
+		if msg == nil {
+			r.m.Step(s, l, accept)
+			continue
+		}
+		// The trace has no mlog: every message of the bag equal to the
+		// logged one but for mlog is a candidate.
+		for _, b := range s.Messages {
+			cand := *msg
+			cand.Mlog = b.M.Mlog
+			if cand == b.M {
+				l.Msg = b.M
+				r.m.Step(s, l, accept)
 			}
-			buf = r.m.Encode(buf[:0], &n)
-			if seen[string(buf)] {
-				return
-			}
-			seen[string(buf)] = true
-			kept := n
-			next = append(next, &kept)
-		})
+		}
 	}
 	switch {
 	case len(next) == 0:
-		r.stop = fmt.Sprintf("event %d (%s) is no step of the explorer's model from here (numbers beyond its 8 bits, or not a behaviour of the spec)", idx+1, e.Action)
+		r.stop = fmt.Sprintf("event %d (%s) is no step of the explorer's model from here (not a behaviour of the spec, or numbers beyond the model's 8 bits)", idx+1, e.Action)
 		return
 	case len(next) > replayMaxFrontier:
 		r.stop = fmt.Sprintf("event %d is consistent with more than %d states of the model", idx+1, replayMaxFrontier)
@@ -126,6 +146,109 @@ func (r *replayer) step(e *trace.Event, log []trace.Entry, idx int) {
 	r.frontier = next
 	r.upto = idx + 1
 	r.evaluate(idx)
+}
+
+// label is the step an event names, in the model's terms; msg is the
+// message a message action handles (without mlog).
+func (r *replayer) label(e *trace.Event) (spec.Label, *spec.Message, error) {
+	var l spec.Label
+	a, ok := spec.ParseAction(e.Action)
+	if !ok {
+		return l, nil, fmt.Errorf("unknown action")
+	}
+	l.Action = a
+	var err error
+	if l.I, err = r.server(e.Node); err != nil {
+		return l, nil, err
+	}
+	if e.Peer != "" {
+		if l.J, err = r.server(e.Peer); err != nil {
+			return l, nil, err
+		}
+	}
+	if b, ok := spec.ParseBranch(e.Branch); ok {
+		l.Branch = b
+	}
+	if e.Value != nil {
+		if l.Value, err = small(*e.Value); err != nil {
+			return l, nil, err
+		}
+	}
+	if e.Cut != nil {
+		if l.Cut, err = small(*e.Cut); err != nil {
+			return l, nil, err
+		}
+	}
+	if e.Msg == nil {
+		return l, nil, nil
+	}
+	msg, err := r.message(e.Msg)
+	if err != nil {
+		return l, nil, err
+	}
+	if a == spec.ActSendAppendEntries {
+		l.Msg = msg
+		return l, nil, nil
+	}
+	return l, &msg, nil
+}
+
+func small(v int) (uint8, error) {
+	if v < 0 || v > 255 {
+		return 0, fmt.Errorf("%d is beyond the explorer's 8-bit numbers", v)
+	}
+	return uint8(v), nil
+}
+
+func (r *replayer) server(name string) (spec.ServerID, error) {
+	if name == "" {
+		return spec.Nil, nil
+	}
+	id, ok := r.ids[name]
+	if !ok {
+		return 0, fmt.Errorf("unknown server %q", name)
+	}
+	return id, nil
+}
+
+// message converts a trace message to the model's (mlog empty).
+func (r *replayer) message(t *trace.Message) (spec.Message, error) {
+	var m spec.Message
+	types := map[string]spec.MType{"RequestVoteRequest": spec.RequestVoteRequest, "RequestVoteResponse": spec.RequestVoteResponse,
+		"AppendEntriesRequest": spec.AppendEntriesRequest, "AppendEntriesResponse": spec.AppendEntriesResponse}
+	m.Mtype = types[t.Mtype]
+	var err error
+	for _, f := range []struct {
+		dst *uint8
+		v   int
+	}{{&m.Mterm, t.Mterm}, {&m.MlastLogTerm, t.MlastLogTerm}, {&m.MlastLogIndex, t.MlastLogIndex},
+		{&m.MprevLogIndex, t.MprevLogIndex}, {&m.MprevLogTerm, t.MprevLogTerm}, {&m.McommitIndex, t.McommitIndex},
+		{&m.MmatchIndex, t.MmatchIndex}} {
+		if *f.dst, err = small(f.v); err != nil {
+			return m, err
+		}
+	}
+	if t.MleaderCommit != nil {
+		if m.MleaderCommit, err = small(*t.MleaderCommit); err != nil {
+			return m, err
+		}
+	}
+	var entries []spec.Entry
+	for _, e := range t.Mentries {
+		term, err1 := small(e.Term)
+		value, err2 := small(e.Value)
+		if err1 != nil || err2 != nil {
+			return m, fmt.Errorf("an entry beyond the explorer's 8-bit numbers")
+		}
+		entries = append(entries, spec.Entry{Term: term, Value: value})
+	}
+	m.Mentries = spec.LogOf(entries...)
+	m.MvoteGranted, m.Msuccess = t.MvoteGranted, t.Msuccess
+	if m.Msource, err = r.server(t.Msource); err != nil {
+		return m, err
+	}
+	m.Mdest, err = r.server(t.Mdest)
+	return m, err
 }
 
 // evaluate checks every invariant on the states the trace can be in; one
@@ -165,38 +288,6 @@ func (r *replayer) report() *InvReport {
 	rep := r.rep
 	rep.Upto, rep.Stop = r.upto, r.stop
 	return &rep
-}
-
-func (r *replayer) renamedMsg(m *trace.Message) []byte {
-	if m == nil {
-		return nil
-	}
-	c := *m
-	c.Msource, c.Mdest = r.rename[c.Msource], r.rename[c.Mdest]
-	b, _ := json.Marshal(c)
-	return b
-}
-
-func (r *replayer) labelMatches(l spec.Label, e *trace.Event, msg []byte) bool {
-	if l.Action.String() != e.Action || l.I.String() != r.rename[e.Node] {
-		return false
-	}
-	switch l.Action {
-	case spec.ActRequestVote, spec.ActAppendEntries:
-		return l.J.String() == r.rename[e.Peer]
-	case spec.ActClientRequest:
-		return e.Value != nil && int(l.Value) == *e.Value
-	case spec.ActCrash, spec.ActCorrupt, spec.ActFlushTo:
-		return e.Cut == nil || int(l.Cut) == *e.Cut
-	}
-	if l.Action.ReceivesMessage() || l.Action == spec.ActSendAppendEntries {
-		if l.Branch.String() != e.Branch {
-			return false
-		}
-		got, _ := json.Marshal(r.m.TraceMessage(l.Msg))
-		return bytes.Equal(got, msg)
-	}
-	return true
 }
 
 // stateMatches compares the fields the event logs with the successor's
