@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -107,7 +108,7 @@ func newBuilder(init *trace.Event, files []string, opt Options) (*builder, error
 	names := c.ServerNames()
 	title := opt.Title
 	if title == "" {
-		title = strings.Join(files, ", ")
+		title = defaultTitle(files)
 	}
 	b := &builder{
 		page: &Page{Title: title, Files: files, Config: c, Names: names, Actions: slices.Clone(trace.Actions)},
@@ -267,4 +268,18 @@ func (b *builder) finish() *Page {
 		p.Events = []Event{}
 	}
 	return p
+}
+
+// defaultTitle names a page by its file, or by the directory of its files.
+func defaultTitle(files []string) string {
+	if len(files) == 1 {
+		return files[0]
+	}
+	dir := filepath.Dir(files[0])
+	for _, f := range files[1:] {
+		if filepath.Dir(f) != dir {
+			return strings.Join(files, ", ")
+		}
+	}
+	return fmt.Sprintf("%s (%d files)", dir, len(files))
 }

@@ -21,11 +21,11 @@ func steadyTrace(tb testing.TB, events int) []byte {
 	}
 	write(trace.Event{Action: "Init", Config: &trace.Config{Profile: "durable", Servers: 3, Values: 1, Production: true, Source: "test"}})
 	type node struct {
-		term                          int
-		role, votedFor                string
-		logLen, logged                int
-		commit, durable, learned      int
-		appended                      []trace.Run
+		term                     int
+		role, votedFor           string
+		logLen, logged           int
+		commit, durable, learned int
+		appended                 []trace.Run
 	}
 	ns := map[string]*node{}
 	for _, n := range []string{"s1", "s2", "s3"} {

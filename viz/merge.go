@@ -96,20 +96,19 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 	// progress is how far a stream is through its own events.
 	progress := func(s *stream) float64 { return float64(s.pos) / float64(len(s.events)) }
 	for n := 0; n < total; n++ {
-		var pick, stuck *stream
+		// The stream furthest behind among the readiest: an event whose
+		// message is in the bag with its content, else with its envelope
+		// only, else (every stream waits for a message no file sent) any.
+		var pick *stream
+		level := -1
 		for _, s := range streams {
 			if s.pos == len(s.events) {
 				continue
 			}
-			if stuck == nil || progress(s) < progress(stuck) {
-				stuck = s
+			r := b.readiness(&s.events[s.pos])
+			if r > level || (r == level && progress(s) < progress(pick)) {
+				pick, level = s, r
 			}
-			if b.ready(&s.events[s.pos]) && (pick == nil || progress(s) < progress(pick)) {
-				pick = s
-			}
-		}
-		if pick == nil { // every stream waits for a message no file sent
-			pick = stuck
 		}
 		b.add(&pick.events[pick.pos], pick.file[pick.pos])
 		pick.pos++

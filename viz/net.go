@@ -125,15 +125,21 @@ func (b *builder) find(m *Msg) (int, bool) {
 	return -1, false
 }
 
-// ready reports whether the event's message, if it handles one, is in the
-// bag (a merge takes such events first).
-func (b *builder) ready(e *trace.Event) bool {
+// readiness says whether the event's message, if it handles one, is in
+// the bag: 2 with its content (or it handles none), 1 only with its
+// envelope, 0 not at all. A merge takes the readiest events first.
+func (b *builder) readiness(e *trace.Event) int {
 	if e.Msg == nil || !receives(e.Action) {
-		return true
+		return 2
 	}
 	m := b.msgOf(e.Msg)
-	id, _ := b.find(&m)
-	return id >= 0
+	switch id, approx := b.find(&m); {
+	case id < 0:
+		return 0
+	case approx:
+		return 1
+	}
+	return 2
 }
 
 // receive links the event to the message it handles.

@@ -28,10 +28,15 @@ func (e *env) demo(args []string) int {
 	data := fs.String("data", "./data", "data directory (node k in DIR/k)")
 	base := fs.Int("port", 7001, "client ports PORT..PORT+2, peer ports PORT+100..PORT+102")
 	serve := fs.Bool("serve", true, "keep serving after the demo until Ctrl-C")
+	traceDir := fs.String("trace", "", "every node writes its core's trace into this directory (raftd --trace; draw them with raftspec viz DIR)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	c, err := procs.New(procs.Config{Raftd: *raftd, Dir: *data, Size: 3,
+	var nodeArgs func(int) []string
+	if *traceDir != "" {
+		nodeArgs = func(int) []string { return []string{"--trace", *traceDir} }
+	}
+	c, err := procs.New(procs.Config{Raftd: *raftd, Dir: *data, Size: 3, Args: nodeArgs,
 		ClientPorts: []int{*base, *base + 1, *base + 2}, PeerPorts: []int{*base + 100, *base + 101, *base + 102}})
 	if err != nil {
 		return e.exit(err)

@@ -13,6 +13,9 @@
   const scroll = $("scroll"), svg = $("svg"), spacer = $("spacer"), panel = $("panel");
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
   const name = (n) => (n > 0 ? D.names[n - 1] : "Nil");
+  // num is the number an event is shown with: its seq in the trace, or its
+  // position in a merge of several files (whose seqs are per file).
+  const num = (k) => (k < 0 ? 0 : D.merged ? k + 1 : E[k].q);
 
   // ---- indexes built once -------------------------------------------------
   // sidx[n]: the events with a state of node n, in order; spos[k]: event k's
@@ -266,7 +269,7 @@
         const p = spos[k], prev = p > 0 ? E[sidx[e.n][p - 1]].s.t : 1;
         if (e.s.t !== prev) out.push(`<text class="termtag" x="${laneX(e.n) + 8}" y="${y - 5}">t${e.s.t}</text>`);
       }
-      out.push(`<text class="seqno" x="${LEFT - 8}" y="${y + 4}" text-anchor="end">${e.q}</text>`);
+      out.push(`<text class="seqno" x="${LEFT - 8}" y="${y + 4}" text-anchor="end">${num(k)}</text>`);
       out.push(`<text class="label${isNet(A[e.a]) ? " net" : ""}" x="${lx}" y="${y + 4}">${esc(eventText(k))}</text>`);
     }
     if (r0 === 0) out.push(`<text class="label" x="${lx}" y="${Y(0) + 4}">Init: ${esc(configText())}</text>`);
@@ -368,12 +371,12 @@
   }
   function panelHTML() {
     const k = cur;
-    let h = `<div class="event"><b>${k < 0 ? "Init" : "event " + E[k].q}</b>${D.merged && k >= 0 ? ` <span class="muted">(${esc(D.files[E[k].f])})</span>` : ""}<br><code>${esc(eventText(k))}</code>`;
+    let h = `<div class="event"><b>${k < 0 ? "Init" : "event " + num(k)}</b>${D.merged && k >= 0 ? ` <span class="muted">(${esc(D.files[E[k].f])}, line ${E[k].q})</span>` : ""}<br><code>${esc(eventText(k))}</code>`;
     if (k >= 0) {
       const e = E[k];
       if (e.i) h += `<div>${e.ik === "x" ? "drops" : e.ik === "d" ? "duplicates" : e.ik === "h" ? "handles (the message stays in the bag)" : "consumes"}: <code>${esc(msgText(M[e.i - 1], true))}</code>` +
-        `${M[e.i - 1].s >= 0 ? ` <a href="#" data-go="${M[e.i - 1].s}">sent at event ${E[M[e.i - 1].s].q}</a>` : ' <span class="bad">no event of this run sent it</span>'}${M[e.i - 1].ap ? ' <span class="muted">(matched by type, ends and term)</span>' : ""}</div>`;
-      for (const id of e.o || []) h += `<div>sends: <code>${esc(msgText(M[id], true))}</code>${(M[id].h || []).length ? ` <a href="#" data-go="${M[id].h[0]}">handled at ${M[id].h.map((x) => E[x].q).join(", ")}</a>` : ' <span class="muted">never handled</span>'}</div>`;
+        `${M[e.i - 1].s >= 0 ? ` <a href="#" data-go="${M[e.i - 1].s}">sent at event ${num(M[e.i - 1].s)}</a>` : ' <span class="bad">no event of this run sent it</span>'}${M[e.i - 1].ap ? ' <span class="muted">(matched by type, ends and term)</span>' : ""}</div>`;
+      for (const id of e.o || []) h += `<div>sends: <code>${esc(msgText(M[id], true))}</code>${(M[id].h || []).length ? ` <a href="#" data-go="${M[id].h[0]}">handled at ${M[id].h.map(num).join(", ")}</a>` : ' <span class="muted">never handled</span>'}</div>`;
     } else h += `<div class="muted">${esc(configText())}</div>`;
     if (k === rejected) h += `<div class="alert"><b>The spec rejects this event.</b><pre class="mono" style="white-space:pre-wrap">${esc(D.check.reason)}</pre></div>`;
     const mask = invMask.get(k);
@@ -397,7 +400,7 @@
   }
   function renderPanel() {
     panel.innerHTML = panelHTML();
-    $("seq").value = cur < 0 ? 0 : E[cur].q;
+    $("seq").value = num(cur);
   }
   panel.addEventListener("click", (ev) => {
     const t = ev.target.closest("[data-go]");
@@ -436,7 +439,7 @@
   $("find").addEventListener("keydown", (ev) => { if (ev.key === "Enter") findNext(); });
   $("seq").addEventListener("change", () => {
     const q = +$("seq").value;
-    let k = E.findIndex((e) => e.q >= q);
+    let k = D.merged ? q - 1 : E.findIndex((e) => e.q >= q);
     go(q <= 0 ? -1 : k < 0 ? E.length - 1 : k);
   });
   document.addEventListener("keydown", (ev) => {
@@ -472,12 +475,12 @@
     const a = ev.target.closest("[data-m]");
     if (a) {
       const m = M[+a.dataset.m];
-      const sent = m.s >= 0 ? `sent at event ${E[m.s].q}` : "no event of this run sent it";
-      const handled = (m.h || []).map((x) => `${A[E[x].a]} at ${E[x].q}`).join(", ");
+      const sent = m.s >= 0 ? `sent at event ${num(m.s)}` : "no event of this run sent it";
+      const handled = (m.h || []).map((x) => `${A[E[x].a]} at ${num(x)}`).join(", ");
       showTip(ev, `<b>${esc(msgText(m, true))}</b><br>${sent}${m.og ? " (a duplicate)" : ""}; ${handled ? "handled: " + esc(handled) : "never handled"}${m.x < 0 ? "; still in flight at the end" : m.dr ? "; dropped" : ""}${m.ap ? "<br><i>matched to its send by type, ends and term</i>" : ""}`);
     } else if (r >= 1 && r < rows) {
       const k = r - 1, e = E[k];
-      let h = `<b>event ${e.q}</b> <code>${esc(eventText(k))}</code>`;
+      let h = `<b>event ${num(k)}</b> <code>${esc(eventText(k))}</code>`;
       if (e.s) h += `<br>${esc(name(e.n))}: ${ROLES[e.s.r]}, term ${e.s.t}, log ${e.s.len}, commit ${e.s.ci}` +
         (e.s.d !== undefined ? `, durable ${e.s.d}` : "") + (e.s.vd ? `, ${e.s.vd}` : "");
       const mask = invMask.get(k);
@@ -503,9 +506,9 @@
       (s.approx ? `, ${s.approx} by envelope` : "") + (s.unmatched ? `, <span class="bad">${s.unmatched} without a send</span>` : "") +
       `, ${s.drops} dropped, ${s.dups} duplicated, ${s.inFlight} in flight at the end</span>`;
     if (D.check) h += D.check.ok ? `<span class="pill ok">the spec accepts it</span>` :
-      `<span class="pill bad">the spec rejects ${D.check.event >= 0 ? "event " + E[D.check.event].q : "it"}</span>`;
+      `<span class="pill bad">the spec rejects ${D.check.event >= 0 ? "event " + num(D.check.event) : "it"}</span>`;
     if (D.inv) {
-      if (D.inv.first && D.inv.first.length) h += D.inv.first.map((v) => `<span class="pill bad">${esc(v.invariant)} breaks at ${v.event < 0 ? "Init" : "event " + E[v.event].q}</span>`).join("");
+      if (D.inv.first && D.inv.first.length) h += D.inv.first.map((v) => `<span class="pill bad">${esc(v.invariant)} breaks at ${v.event < 0 ? "Init" : "event " + num(v.event)}</span>`).join("");
       else if (D.inv.names && D.inv.names.length) h += `<span class="pill ok">invariants hold${D.inv.stop ? " (first " + D.inv.upto + " events)" : ""}</span>`;
       if (D.inv.stop) h += `<span class="pill muted" title="${esc(D.inv.stop)}">invariants: ${esc(D.inv.stop)}</span>`;
     }
@@ -517,7 +520,7 @@
     $("jumps").innerHTML = jumps.length ? "jump to: " + jumps.join("") : "";
     $("jumps").onclick = (ev) => { const t = ev.target.closest("[data-go]"); if (t) go(+t.dataset.go); };
     $("title").textContent = D.title;
-    $("count").textContent = E.length ? E[E.length - 1].q : 0;
+    $("count").textContent = num(E.length - 1);
   }
 
   // ---- for tests and the curious: window.viz -----------------------------
