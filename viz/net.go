@@ -157,7 +157,12 @@ func (b *builder) receive(ev *Event, e *trace.Event, idx int) {
 		b.page.Stats.Approx++
 		b.leave(id)
 		m := &b.page.Msgs[id]
-		got.Send, got.Orig, got.DupAt, got.Handled, got.Approx = m.Send, m.Orig, m.DupAt, m.Handled, true
+		was := *m
+		if m.Was != nil {
+			was = *m.Was
+		}
+		was.Handled, was.Was, was.Send, was.End, was.Orig, was.DupAt, was.Approx = nil, nil, 0, 0, 0, 0, false
+		got.Send, got.Orig, got.DupAt, got.Handled, got.Approx, got.Was = m.Send, m.Orig, m.DupAt, m.Handled, true, &was
 		*m = got
 		b.enter(id)
 	default:

@@ -114,6 +114,11 @@ type Msg struct {
 	// content reconstructed from the send differs from what was received
 	// (or the send's content could not be reconstructed).
 	Approx bool `json:"ap,omitempty"`
+	// Was is, for an approximate match, the content the send was rebuilt
+	// with: where it differs from what was received, the message changed
+	// on the way (a flipped bit the receiver did not refuse), or the
+	// rebuild is not exact.
+	Was *Msg `json:"was,omitempty"`
 }
 
 // Check is the trace checker's verdict.

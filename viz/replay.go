@@ -143,6 +143,14 @@ func (r *replayer) step(e *trace.Event, log []trace.Entry, idx int) {
 		r.stop = fmt.Sprintf("event %d is consistent with more than %d states of the model", idx+1, replayMaxFrontier)
 		return
 	}
+	for _, n := range next {
+		for _, i := range r.m.Servers() {
+			if n.Log[i].Len() > 255 {
+				r.stop = fmt.Sprintf("event %d makes a log of %d entries, beyond the explorer's 8-bit numbers", idx+1, n.Log[i].Len())
+				return
+			}
+		}
+	}
 	r.frontier = next
 	r.upto = idx + 1
 	r.evaluate(idx)

@@ -375,7 +375,7 @@
     if (k >= 0) {
       const e = E[k];
       if (e.i) h += `<div>${e.ik === "x" ? "drops" : e.ik === "d" ? "duplicates" : e.ik === "h" ? "handles (the message stays in the bag)" : "consumes"}: <code>${esc(msgText(M[e.i - 1], true))}</code>` +
-        `${M[e.i - 1].s >= 0 ? ` <a href="#" data-go="${M[e.i - 1].s}">sent at event ${num(M[e.i - 1].s)}</a>` : ' <span class="bad">no event of this run sent it</span>'}${M[e.i - 1].ap ? ' <span class="muted">(matched by type, ends and term)</span>' : ""}</div>`;
+        `${M[e.i - 1].s >= 0 ? ` <a href="#" data-go="${M[e.i - 1].s}">sent at event ${num(M[e.i - 1].s)}</a>` : ' <span class="bad">no event of this run sent it</span>'}${M[e.i - 1].ap ? ` <span class="muted">(matched by type, ends and term; sent as <code>${esc(msgText(M[e.i - 1].was, true))}</code>)</span>` : ""}</div>`;
       for (const id of e.o || []) h += `<div>sends: <code>${esc(msgText(M[id], true))}</code>${(M[id].h || []).length ? ` <a href="#" data-go="${M[id].h[0]}">handled at ${M[id].h.map(num).join(", ")}</a>` : ' <span class="muted">never handled</span>'}</div>`;
     } else h += `<div class="muted">${esc(configText())}</div>`;
     if (k === rejected) h += `<div class="alert"><b>The spec rejects this event.</b><pre class="mono" style="white-space:pre-wrap">${esc(D.check.reason)}</pre></div>`;
@@ -477,7 +477,7 @@
       const m = M[+a.dataset.m];
       const sent = m.s >= 0 ? `sent at event ${num(m.s)}` : "no event of this run sent it";
       const handled = (m.h || []).map((x) => `${A[E[x].a]} at ${num(x)}`).join(", ");
-      showTip(ev, `<b>${esc(msgText(m, true))}</b><br>${sent}${m.og ? " (a duplicate)" : ""}; ${handled ? "handled: " + esc(handled) : "never handled"}${m.x < 0 ? "; still in flight at the end" : m.dr ? "; dropped" : ""}${m.ap ? "<br><i>matched to its send by type, ends and term</i>" : ""}`);
+      showTip(ev, `<b>${esc(msgText(m, true))}</b><br>${sent}${m.og ? " (a duplicate)" : ""}; ${handled ? "handled: " + esc(handled) : "never handled"}${m.x < 0 ? "; still in flight at the end" : m.dr ? "; dropped" : ""}${m.ap ? `<br><i>matched to its send by type, ends and term; sent as ${esc(msgText(m.was, true))}</i>` : ""}`);
     } else if (r >= 1 && r < rows) {
       const k = r - 1, e = E[k];
       let h = `<b>event ${num(k)}</b> <code>${esc(eventText(k))}</code>`;

@@ -259,7 +259,7 @@ func (b *Browser) NewPage(ctx context.Context, width, height int) (*Page, error)
 	var t struct {
 		TargetID string `json:"targetId"`
 	}
-	if err := b.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "width": width, "height": height}, &t); err != nil {
+	if err := b.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &t); err != nil {
 		return nil, err
 	}
 	var s struct {
