@@ -351,3 +351,67 @@ func TestBrowserNoErrors(t *testing.T) {
 		t.Fatalf("find 'Corrupt' selected %s", a)
 	}
 }
+
+// waitJS evaluates cond (a JavaScript expression) until it is true.
+func waitJS(t *testing.T, ctx context.Context, tab *cdp.Page, cond string) {
+	t.Helper()
+	js := `(async () => { for (let k = 0; k < 400; k++) { try { if (` + cond + `) return true; } catch (e) {} await new Promise(r => setTimeout(r, 25)); } return false; })()`
+	var ok bool
+	if err := tab.Eval(ctx, js, &ok); err != nil || !ok {
+		t.Fatalf("waiting for %s: %v", cond, err)
+	}
+}
+
+// TestBrowserExplorer walks bug-661's model in the explorer page: Init
+// lists the enabled actions, a click takes one, back returns, explore
+// jumps to the counterexample, whose invariants show the violation.
+func TestBrowserExplorer(t *testing.T) {
+	b, ctx := browser(t)
+	_, srv := newTestExplorer(t, bug661, ExplorerOptions{})
+	tab, err := b.NewPage(ctx, 1400, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Navigate(ctx, srv.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, tab, "document.body.dataset.ready === '1'")
+	var init StateView
+	get(t, srv.URL+"/api/state?path=", &init)
+	var n int
+	tab.Eval(ctx, "document.querySelectorAll('#succ li[data-index]').length", &n)
+	if n != len(init.Successors) {
+		t.Fatalf("the page lists %d actions, the model has %d", n, len(init.Successors))
+	}
+	// Take Timeout(s1) by clicking it.
+	if err := tab.Eval(ctx, `[...document.querySelectorAll('#succ li[data-index]')].find(li => li.textContent.startsWith('Timeout(s1)')).click()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, tab, "explorer.path().length === 1")
+	var term string
+	tab.Eval(ctx, `document.querySelector('.server[data-server="s1"] .currentTerm').textContent`, &term)
+	if term != "2" {
+		t.Fatalf("after Timeout(s1) the page shows s1 in term %q", term)
+	}
+	if !strings.Contains(evalString(t, ctx, tab, "location.hash"), "path=") {
+		t.Fatal("the URL does not name the state")
+	}
+	tab.Eval(ctx, "document.getElementById('back').click()", nil)
+	waitJS(t, ctx, tab, "explorer.path().length === 0")
+	// Jump to the counterexample.
+	tab.Eval(ctx, "document.getElementById('inv').value = 'CommittedIsDurable'; document.getElementById('explore').click()", nil)
+	waitJS(t, ctx, tab, "explorer.path().length > 0 && document.querySelector('.pill.bad[data-inv=\"CommittedIsDurable\"]') !== null")
+	if s := evalString(t, ctx, tab, "document.getElementById('status').textContent"); !strings.Contains(s, "distinct=723") {
+		t.Fatalf("status %q", s)
+	}
+	shoot(t, ctx, tab, "explorer-bug661")
+}
+
+func evalString(t *testing.T, ctx context.Context, tab *cdp.Page, js string) string {
+	t.Helper()
+	var s string
+	if err := tab.Eval(ctx, js, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
