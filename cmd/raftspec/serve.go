@@ -118,4 +118,3 @@ func isLoopback(a net.Addr) bool {
 	t, ok := a.(*net.TCPAddr)
 	return ok && t.IP.IsLoopback()
 }
-
