@@ -322,4 +322,3 @@ func messageHas(m *spec.Model, msg spec.Message, want []string) bool {
 	}
 	return true
 }
-
