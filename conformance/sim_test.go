@@ -47,12 +47,12 @@ func runSeed(t *testing.T, o sim.Options) *sim.Sim {
 		t.Fatalf("seed %d: %v", o.Seed, err)
 	}
 	if len(s.Violations) > 0 {
-		t.Errorf("seed %d (%d nodes): %s", o.Seed, o.N, strings.Join(s.Violations, "\n  "))
+		t.Errorf("seed %d (%d nodes): %s\n%s", o.Seed, o.N, strings.Join(s.Violations, "\n  "), drawCommand(o))
 		return s
 	}
 	if o.Trace {
 		if err := spec.CheckTrace(s.CheckableEvents()); err != nil {
-			t.Errorf("seed %d (%d nodes): trace rejected by the spec: %v", o.Seed, o.N, err)
+			t.Errorf("seed %d (%d nodes): trace rejected by the spec: %v\n%s", o.Seed, o.N, err, drawCommand(o))
 		}
 	}
 	return s
@@ -150,7 +150,44 @@ func TestSimSeedLog(t *testing.T) {
 	runSeed(t, o)
 }
 
-// TestSimSeedTrace writes one seed's trace to SIM_TRACE_FILE (SIM_TRACE_SEED=S).
+// drawCommand is the line a failing seed prints: the command that writes
+// its trace (TestSimSeedTrace) and draws it (raftspec viz, docs/course.md).
+func drawCommand(o sim.Options) string {
+	env := fmt.Sprintf("SIM_TRACE_SEED=%d SIM_TRACE_FILE=/tmp/sim-%d.ndjson", o.Seed, o.Seed)
+	if o.RuntimeBugs != 0 {
+		env += " SIM_RUNTIME_BUGS=" + o.RuntimeBugs.String()
+	}
+	if o.CoreBugs != 0 {
+		env += " SIM_CORE_BUGS=" + o.CoreBugs.String()
+	}
+	return fmt.Sprintf("  draw it: %s go test -count=1 -run '^TestSimSeedTrace$' ./conformance/ && bin/raftspec viz /tmp/sim-%d.ndjson > /tmp/sim-%d.html",
+		env, o.Seed, o.Seed)
+}
+
+// parseRuntimeBugs parses replica bug switches by name.
+func parseRuntimeBugs(s string) (replica.Bug, error) {
+	var out replica.Bug
+	for _, name := range strings.Split(s, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		found := false
+		for _, b := range replica.AllBugs() {
+			if b.String() == name {
+				out |= b
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("unknown runtime bug %q", name)
+		}
+	}
+	return out, nil
+}
+
+// TestSimSeedTrace writes one seed's trace to SIM_TRACE_FILE
+// (SIM_TRACE_SEED=S; SIM_RUNTIME_BUGS and SIM_CORE_BUGS switch bugs on, as
+// a failing seed's message says).
 func TestSimSeedTrace(t *testing.T) {
 	v, path := os.Getenv("SIM_TRACE_SEED"), os.Getenv("SIM_TRACE_FILE")
 	if v == "" || path == "" {
@@ -160,7 +197,14 @@ func TestSimSeedTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sim.New(sim.Default(seed))
+	o := sim.Default(seed)
+	if o.RuntimeBugs, err = parseRuntimeBugs(os.Getenv("SIM_RUNTIME_BUGS")); err != nil {
+		t.Fatal(err)
+	}
+	if o.CoreBugs, err = raft.ParseBugs(os.Getenv("SIM_CORE_BUGS")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +279,7 @@ func TestRuntimeBugsCaught(t *testing.T) {
 				}
 				for _, by := range tc.by {
 					if strings.HasPrefix(why, by) {
-						t.Logf("caught at seed %d: %.200s", seed, why)
+						t.Logf("caught at seed %d: %.200s\n%s", seed, why, drawCommand(o))
 						return
 					}
 				}
