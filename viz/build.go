@@ -33,6 +33,10 @@ type Options struct {
 	// MaxEvents bounds the events read (0: no bound): a page is for a
 	// browser.
 	MaxEvents int
+	// Merged, when set and several files are merged, receives the merged
+	// run as one trace (version 2, renumbered), for raftspec check-trace
+	// and TLC.
+	Merged io.Writer
 }
 
 // DefaultMaxEvents is the bound raftspec viz uses: 10^6 events is about

@@ -93,6 +93,11 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 	if opt.MaxEvents > 0 && total > opt.MaxEvents {
 		return nil, fmt.Errorf("viz: more than %d events", opt.MaxEvents)
 	}
+	var out *trace.Writer
+	if opt.Merged != nil {
+		out = trace.NewWriterVersion(opt.Merged, version)
+		out.Write(*init)
+	}
 	// progress is how far a stream is through its own events.
 	progress := func(s *stream) float64 { return float64(s.pos) / float64(len(s.events)) }
 	for n := 0; n < total; n++ {
@@ -111,7 +116,15 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 			}
 		}
 		b.add(&pick.events[pick.pos], pick.file[pick.pos])
+		if out != nil {
+			out.Write(pick.events[pick.pos])
+		}
 		pick.pos++
+	}
+	if out != nil {
+		if err := out.Flush(); err != nil {
+			return nil, fmt.Errorf("viz: write the merged trace: %w", err)
+		}
 	}
 	b.page.Notes = append(b.page.Notes, fmt.Sprintf("merged from %d files of %d nodes: every receive after its send; the files carry no clock, so this is one order the run could have had", len(files), len(streams)))
 	return b.finish(), nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/durableraft/durableraft/spec"
 	"github.com/durableraft/durableraft/trace"
 )
 
@@ -195,9 +196,17 @@ func TestMergeOneFilePerNode(t *testing.T) {
 			w.Flush()
 			sources = append(sources, Source{Name: n + ".ndjson", R: &b})
 		}
-		p, err := Build(sources, Options{})
+		var merged bytes.Buffer
+		p, err := Build(sources, Options{Check: true, Merged: &merged})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
+		}
+		back, err := trace.Decode(&merged)
+		if err != nil || len(back) != len(events) {
+			t.Fatalf("%s: the merged trace: %d events, %v", path, len(back), err)
+		}
+		if err := spec.CheckTrace(back); (err == nil) != p.Check.OK {
+			t.Fatalf("%s: the merged trace's verdict %v, the page's %+v", path, err, p.Check)
 		}
 		if !p.Merged || len(p.Events) != len(events)-1 {
 			t.Fatalf("%s: merged %d events of %d", path, len(p.Events), len(events)-1)

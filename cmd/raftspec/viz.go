@@ -31,6 +31,7 @@ func vizCommand(args []string, stdout, stderr io.Writer) error {
 	invariants := fs.Bool("invariants", true, "replay the run through the explorer's model and mark where an invariant breaks")
 	tornTail := fs.Bool("torn-tail", false, "drop a torn last line (a writer killed inside it)")
 	maxEvents := fs.Int("max-events", viz.DefaultMaxEvents, "refuse a trace of more events (a page is for a browser)")
+	mergedPath := fs.String("merged", "", "with several files: also write the merged run as one trace here (for check-trace and TLC)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,8 +48,19 @@ func vizCommand(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		sources = append(sources, viz.Source{Name: p, R: f})
 	}
-	page, err := viz.Build(sources, viz.Options{Title: *title, Check: *check, Invariants: *invariants,
-		TornTail: *tornTail, MaxEvents: *maxEvents})
+	opt := viz.Options{Title: *title, Check: *check, Invariants: *invariants, TornTail: *tornTail, MaxEvents: *maxEvents}
+	if *mergedPath != "" {
+		if len(sources) < 2 {
+			return errors.New("viz: -merged needs several files to merge")
+		}
+		f, err := os.Create(*mergedPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opt.Merged = f
+	}
+	page, err := viz.Build(sources, opt)
 	if err != nil {
 		return err
 	}
