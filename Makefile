@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long sim-longrun bench clean mutate-spec mutate-raft mutate-wal
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long sim-longrun bench clean mutate-spec mutate-raft mutate-wal course screenshots
 
 all: build
 
@@ -89,6 +89,17 @@ sim-longrun:
 LONG_TRACE_WRITES ?= 20000
 long-trace:
 	LONG_TRACE_WRITES=$(LONG_TRACE_WRITES) $(GO) test -count=1 -run '^TestLongRunTraced$$' -v ./conformance/coretrace
+
+## course: every command docs/course.md shows, run in order (make test runs
+## them too, in TestCourseCommands; TLC's lines skip there without TLC).
+course: build
+	$(GO) test -count=1 -run '^TestCourseCommands$$' -v ./cmd/raftspec
+
+## screenshots: redraw docs/img (the course's pictures) in headless Chromium
+## (Debian: apt-get install chromium; pngquant, if installed, makes them smaller).
+screenshots:
+	$(GO) test -count=1 -run '^TestCourseCommands$$' ./cmd/raftspec -screenshots $(CURDIR)/docs/img
+	$(GO) test -count=1 -run '^(TestBrowserExplorer|TestBrowserLargeTrace)$$' ./viz -screenshots $(CURDIR)/docs/img
 
 ## tlc: every TLC model check and trace validation (needs Java + tla2tools.jar).
 tlc:
