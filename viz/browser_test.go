@@ -15,8 +15,8 @@ import (
 
 	"github.com/durableraft/durableraft/conformance/sim"
 	"github.com/durableraft/durableraft/impl/replica"
-	"github.com/durableraft/durableraft/trace"
 	"github.com/durableraft/durableraft/internal/cdp"
+	"github.com/durableraft/durableraft/trace"
 )
 
 var screenshots = flag.String("screenshots", "", "write the browser tests' screenshots (PNG) into this directory (make screenshots: docs/img)")
