@@ -29,7 +29,7 @@ test-go:
 	$(GO) test -count=1 $(PKGS)
 
 # Packages that start goroutines run again under the race detector.
-RACE_PKGS := $(shell $(GO) list -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./impl/... ./cmd/... 2>/dev/null)
+RACE_PKGS := $(shell $(GO) list -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./impl/... ./cmd/... ./internal/... 2>/dev/null)
 test-race:
 	@if [ -n "$(RACE_PKGS)" ]; then $(GO) test -count=1 -race $(RACE_PKGS); else echo "test-race: no packages with goroutines yet"; fi
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,11 +80,16 @@ func tlcAvailable() (bool, string) {
 // raftspec serve is started, asked for its model, and stopped. With
 // -screenshots it then draws the course's pictures.
 func TestCourseCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the course's commands are not run")
+	if testing.Short() || raceEnabled {
+		t.Skip("-short or -race: the course's commands are not run (they run in make test's plain pass)")
 	}
 	root, _ := filepath.Abs("../..")
 	bin := t.TempDir()
+	// The course writes under /tmp/course and the demo listens on ports
+	// 7701-7703 and 7801-7803; a test runs beside others, so it takes a
+	// directory and ports of its own.
+	work := t.TempDir()
+	port := freePorts(t)
 	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/raftspec", "./cmd/raftctl", "./cmd/raftd")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
@@ -91,7 +97,8 @@ func TestCourseCommands(t *testing.T) {
 	}
 	tlc, why := tlcAvailable()
 	for _, c := range courseCommands(t, filepath.Join(root, "docs/course.md")) {
-		cmd := strings.NewReplacer("bin/raftspec", bin+"/raftspec", "bin/raftctl", bin+"/raftctl", "bin/raftd", bin+"/raftd").Replace(c.text)
+		cmd := strings.NewReplacer("bin/raftspec", bin+"/raftspec", "bin/raftctl", bin+"/raftctl", "bin/raftd", bin+"/raftd",
+			"/tmp/course", work, "--port 7701", fmt.Sprintf("--port %d", port)).Replace(c.text)
 		switch {
 		case strings.HasPrefix(c.text, "tla/tlc.sh") && !tlc:
 			t.Logf("course.md:%d: TLC skipped (%s): %s", c.line, why, c.text)
@@ -116,8 +123,38 @@ func TestCourseCommands(t *testing.T) {
 		}
 	}
 	if *courseShots != "" {
-		coursePictures(t, filepath.Join(root, "docs/course.md"), *courseShots)
+		coursePictures(t, filepath.Join(root, "docs/course.md"), work, *courseShots)
 	}
+}
+
+// freePorts returns a base port p such that p..p+2 and p+100..p+102 (the
+// demo's client and peer ports) are free on 127.0.0.1 now.
+func freePorts(t *testing.T) int {
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if base+102 > 65535 {
+			continue
+		}
+		free := true
+		for _, p := range []int{base, base + 1, base + 2, base + 100, base + 101, base + 102} {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free ports for the demo")
+	return 0
 }
 
 func tail(b []byte) string {
@@ -193,7 +230,7 @@ func TestCoursePicturesExist(t *testing.T) {
 // the course shows (the others come from viz's browser tests), at the
 // event that matters: the one the spec rejects, else the last violation,
 // else just after the first crash.
-func coursePictures(t *testing.T, course, dir string) {
+func coursePictures(t *testing.T, course, work, dir string) {
 	path, ok := cdp.Find()
 	if !ok {
 		t.Skip("no chromium: no screenshots")
@@ -207,7 +244,7 @@ func coursePictures(t *testing.T, course, dir string) {
 	}
 	defer br.Close()
 	for _, p := range regexp.MustCompile(`\(img/([\w.-]+)\.png\)`).FindAllStringSubmatch(string(b), -1) {
-		page := filepath.Join("/tmp/course", p[1]+".html")
+		page := filepath.Join(work, p[1]+".html")
 		if _, err := os.Stat(page); err != nil {
 			continue
 		}

@@ -2,6 +2,7 @@ package cdp
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
@@ -76,26 +77,35 @@ const (
 	maxMessage = 256 << 20
 )
 
-// write sends one frame.
-func (w *wsConn) write(op byte, payload []byte) error {
+// write sends one frame, masked as a client's must be.
+func (w *wsConn) write(op byte, payload []byte) error { return w.writeFrame(op, payload, true) }
+
+// writeFrame sends one frame; mask is false only for a server's (tests).
+func (w *wsConn) writeFrame(op byte, payload []byte, masked bool) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	hdr := []byte{0x80 | op}
 	n := len(payload)
+	bit := byte(0)
+	if masked {
+		bit = 0x80
+	}
 	switch {
 	case n < 126:
-		hdr = append(hdr, 0x80|byte(n))
+		hdr = append(hdr, bit|byte(n))
 	case n < 1<<16:
-		hdr = append(hdr, 0x80|126, byte(n>>8), byte(n))
+		hdr = append(hdr, bit|126, byte(n>>8), byte(n))
 	default:
-		hdr = append(hdr, 0x80|127)
+		hdr = append(hdr, bit|127)
 		hdr = binary.BigEndian.AppendUint64(hdr, uint64(n))
 	}
 	var mask [4]byte
-	if _, err := rand.Read(mask[:]); err != nil {
-		return err
+	if masked {
+		if _, err := rand.Read(mask[:]); err != nil {
+			return err
+		}
+		hdr = append(hdr, mask[:]...)
 	}
-	hdr = append(hdr, mask[:]...)
 	buf := make([]byte, len(hdr)+n)
 	copy(buf, hdr)
 	for k, b := range payload {
@@ -142,10 +152,13 @@ func (w *wsConn) ReadMessage() ([]byte, error) {
 		if n > maxMessage || uint64(len(msg))+n > maxMessage {
 			return nil, fmt.Errorf("cdp: websocket message over %d bytes", maxMessage)
 		}
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(w.br, payload); err != nil {
+		// Read what arrives, never more: a frame's length is the peer's
+		// claim, not an allocation.
+		var pb bytes.Buffer
+		if _, err := io.CopyN(&pb, w.br, int64(n)); err != nil {
 			return nil, err
 		}
+		payload := pb.Bytes()
 		if mask != nil {
 			for k := range payload {
 				payload[k] ^= mask[k%4]
