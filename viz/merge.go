@@ -19,68 +19,11 @@ import (
 // run could have had, not necessarily the one it had: the files carry no
 // clock (issue 15 adds one).
 func buildMerged(sources []Source, opt Options) (*Page, error) {
-	type file struct {
-		name   string
-		events []trace.Event // after Init
-		node   string
-		boot   int64
+	init, version, files, err := readFiles(sources, opt)
+	if err != nil {
+		return nil, err
 	}
-	var files []*file
-	var init *trace.Event
-	version := 0
-	for _, src := range sources {
-		evs, err := trace.DecodeOptions(src.R, trace.ReadOptions{TornTail: opt.TornTail})
-		if err != nil {
-			return nil, fmt.Errorf("viz: %s: %w", src.Name, err)
-		}
-		if init == nil {
-			init, version = &evs[0], evs[0].V
-		} else if err := sameCluster(init.Config, evs[0].Config); err != nil {
-			return nil, fmt.Errorf("viz: %s: %w", src.Name, err)
-		}
-		f := &file{name: src.Name, events: evs[1:], boot: bootTime(src.Name)}
-		for _, e := range f.events {
-			if e.Node == "" {
-				continue
-			}
-			if f.node == "" {
-				f.node = e.Node
-			} else if e.Node != f.node && e.Action != "DropMessage" && e.Action != "DuplicateMessage" {
-				return nil, fmt.Errorf("viz: %s holds steps of %s and %s: give one trace of a whole run, or one file per node", src.Name, f.node, e.Node)
-			}
-		}
-		files = append(files, f)
-	}
-	// One stream per node: its files in boot order.
-	type stream struct {
-		node   string
-		files  []*file
-		events []trace.Event
-		file   []int // file[k]: the index in names of events[k]'s file
-		pos    int
-	}
-	var names []string
-	byNode := map[string]*stream{}
-	var streams []*stream
-	slices.SortStableFunc(files, func(a, b *file) int {
-		if a.boot != b.boot {
-			return cmpInt64(a.boot, b.boot)
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	for _, f := range files {
-		s := byNode[f.node]
-		if s == nil {
-			s = &stream{node: f.node}
-			byNode[f.node] = s
-			streams = append(streams, s)
-		}
-		names = append(names, f.name)
-		for _, e := range f.events {
-			s.events = append(s.events, e)
-			s.file = append(s.file, len(names)-1)
-		}
-	}
+	streams, names := nodeStreams(files)
 	b, err := newBuilder(init, names, opt)
 	if err != nil {
 		return nil, err
@@ -98,28 +41,13 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 		out = trace.NewWriterVersion(opt.Merged, version)
 		out.Write(*init)
 	}
-	// progress is how far a stream is through its own events.
-	progress := func(s *stream) float64 { return float64(s.pos) / float64(len(s.events)) }
 	for n := 0; n < total; n++ {
-		// The stream furthest behind among the readiest: an event whose
-		// message is in the bag with its content, else with its envelope
-		// only, else (every stream waits for a message no file sent) any.
-		var pick *stream
-		level := -1
-		for _, s := range streams {
-			if s.pos == len(s.events) {
-				continue
-			}
-			r := b.readiness(&s.events[s.pos])
-			if r > level || (r == level && progress(s) < progress(pick)) {
-				pick, level = s, r
-			}
-		}
-		b.add(&pick.events[pick.pos], pick.file[pick.pos])
+		s := b.pick(streams)
+		b.add(&s.events[s.pos], s.file[s.pos])
 		if out != nil {
-			out.Write(pick.events[pick.pos])
+			out.Write(s.events[s.pos])
 		}
-		pick.pos++
+		s.pos++
 	}
 	if out != nil {
 		if err := out.Flush(); err != nil {
@@ -128,6 +56,104 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 	}
 	b.page.Notes = append(b.page.Notes, fmt.Sprintf("merged from %d files of %d nodes: every receive after its send; the files carry no clock, so this is one order the run could have had", len(files), len(streams)))
 	return b.finish(), nil
+}
+
+// traceFile is one file of a merge: its steps (after Init), the node that
+// takes them, and its boot time.
+type traceFile struct {
+	name   string
+	events []trace.Event
+	node   string
+	boot   int64
+}
+
+// readFiles decodes the files and checks that they are one cluster's,
+// each with one node's steps.
+func readFiles(sources []Source, opt Options) (*trace.Event, int, []*traceFile, error) {
+	var files []*traceFile
+	var init *trace.Event
+	version := 0
+	for _, src := range sources {
+		evs, err := trace.DecodeOptions(src.R, trace.ReadOptions{TornTail: opt.TornTail})
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("viz: %s: %w", src.Name, err)
+		}
+		if init == nil {
+			init, version = &evs[0], evs[0].V
+		} else if err := sameCluster(init.Config, evs[0].Config); err != nil {
+			return nil, 0, nil, fmt.Errorf("viz: %s: %w", src.Name, err)
+		}
+		f := &traceFile{name: src.Name, events: evs[1:], boot: bootTime(src.Name)}
+		for _, e := range f.events {
+			if e.Node == "" {
+				continue
+			}
+			if f.node == "" {
+				f.node = e.Node
+			} else if e.Node != f.node && e.Action != "DropMessage" && e.Action != "DuplicateMessage" {
+				return nil, 0, nil, fmt.Errorf("viz: %s holds steps of %s and %s: give one trace of a whole run, or one file per node", src.Name, f.node, e.Node)
+			}
+		}
+		files = append(files, f)
+	}
+	return init, version, files, nil
+}
+
+// stream is one node's events: its files in boot order.
+type stream struct {
+	events []trace.Event
+	file   []int // file[k]: the index in Page.Files of events[k]'s file
+	pos    int
+}
+
+// progress is how far a stream is through its own events.
+func (s *stream) progress() float64 { return float64(s.pos) / float64(len(s.events)) }
+
+// nodeStreams groups the files by node, each node's in boot order, and
+// returns the file names in the order the streams index them.
+func nodeStreams(files []*traceFile) ([]*stream, []string) {
+	slices.SortStableFunc(files, func(a, b *traceFile) int {
+		if a.boot != b.boot {
+			return cmpInt64(a.boot, b.boot)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var names []string
+	byNode := map[string]*stream{}
+	var streams []*stream
+	for _, f := range files {
+		s := byNode[f.node]
+		if s == nil {
+			s = &stream{}
+			byNode[f.node] = s
+			streams = append(streams, s)
+		}
+		names = append(names, f.name)
+		for _, e := range f.events {
+			s.events = append(s.events, e)
+			s.file = append(s.file, len(names)-1)
+		}
+	}
+	return streams, names
+}
+
+// pick is the stream to take the next event from: the one furthest
+// behind among the readiest, an event whose message is in the bag with its
+// content, else with its envelope only, else (every stream waits for a
+// message no file sent) any.
+func (b *builder) pick(streams []*stream) *stream {
+	var pick *stream
+	level := -1
+	for _, s := range streams {
+		if s.pos == len(s.events) {
+			continue
+		}
+		r := b.readiness(&s.events[s.pos])
+		if r > level || (r == level && s.progress() < pick.progress()) {
+			pick, level = s, r
+		}
+	}
+	return pick
 }
 
 func cmpInt64(a, b int64) int {
