@@ -46,6 +46,11 @@
     h += `<div class="mono muted">votesResponded {${(v.votesResponded || []).join(", ")}} votesGranted {${(v.votesGranted || []).join(", ")}}` +
       ` nextIndex ${map(v.nextIndex)} matchIndex ${map(v.matchIndex)}</div>`;
     if (s.voterLog && s.voterLog !== "()") h += `<div class="mono muted">voterLog ${esc(s.voterLog)}</div>`;
+    // Variables this page does not know by name (a newer spec's) are shown as they come.
+    const known = new Set(["currentTerm", "state", "votedFor", "log", "commitIndex", "votesResponded", "votesGranted",
+      "nextIndex", "matchIndex", "durableLen", "learnedCommit", "verdict", "truncatedAtTerm"]);
+    const other = Object.entries(v).filter(([k]) => !known.has(k));
+    if (other.length) h += `<div class="mono">${other.map(([k, x]) => `${esc(k)} ${esc(JSON.stringify(x))}`).join(" · ")}</div>`;
     if (s.staleLog) h += `<div class="mono">staleLog (a crash may bring it back) ${esc(s.staleLog.map((e) => e.term + ":" + e.value).join(" "))}</div>`;
     return h + `</div>`;
   }
