@@ -371,7 +371,7 @@
   }
   function panelHTML() {
     const k = cur;
-    let h = `<div class="event"><b>${k < 0 ? "Init" : "event " + num(k)}</b>${D.merged && k >= 0 ? ` <span class="muted">(${esc(D.files[E[k].f].split("/").pop())}, line ${E[k].q})</span>` : ""}<br><code>${esc(eventText(k))}</code>`;
+    let h = `<div class="event"><b>${k < 0 ? "Init" : "event " + num(k)}</b>${D.merged && k >= 0 ? ` <span class="muted">(${esc(D.files[E[k].f || 0].split("/").pop())}, line ${E[k].q})</span>` : ""}<br><code>${esc(eventText(k))}</code>`;
     if (k >= 0) {
       const e = E[k];
       if (e.i) h += `<div>${e.ik === "x" ? "drops" : e.ik === "d" ? "duplicates" : e.ik === "h" ? "handles (the message stays in the bag)" : "consumes"}: <code>${esc(msgText(M[e.i - 1], true))}</code>` +
