@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long sim-longrun bench clean mutate-spec mutate-raft mutate-wal course screenshots
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long sim-longrun bench bench-etcd clean mutate-spec mutate-raft mutate-wal course screenshots
 
 all: build
 
@@ -149,6 +149,18 @@ mutate-wal:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## bench-etcd: a 3-node raftd cluster (pipelined and HTTP), a no-op server
+## behind the same HTTP API, and a 3-node etcd cluster, side by side in one
+## run on the real disk, at 1 and 256 clients (docs/benchmark.md; about a
+## minute). Without etcd-server installed its fields are na, said in one
+## line. The tool is in its own module (bench/) so that etcd's client
+## stays out of the server's dependencies. BENCH_FLAGS adds flags, e.g.
+## BENCH_FLAGS='-clients 1,16,256,1024 -duration 10s -profile bin/prof'.
+BENCH_FLAGS ?=
+bench-etcd: build
+	cd bench && $(GO) build -o ../$(BIN)/raftbench ./cmd/raftbench
+	$(BIN)/raftbench -raftd $(BIN)/raftd $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -44,6 +44,7 @@ func run(args []string, stderr io.Writer) int {
 		syncMs        = fs.Int("testing-sync-ms", 0, "TESTS ONLY, with --testing-lossy-fs: every fdatasync takes this long (a slow device)")
 		bugs          = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
 		snapshotEvery = fs.Int("snapshot-entries", 0, "snapshot thresholds: not implemented yet (issue 11); must be 0")
+		pprofAddr     = fs.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this loopback address")
 	)
 	sec := addSecurityFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -88,6 +89,12 @@ func run(args []string, stderr io.Writer) int {
 	if err := sec.apply(&cfg, logger); err != nil {
 		logger.Error("raftd: cannot start", "err", err)
 		return 1
+	}
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr, logger); err != nil {
+			fmt.Fprintln(stderr, "raftd:", err)
+			return 2
+		}
 	}
 	n, err := server.Open(cfg)
 	if err != nil {

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/client"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// order is the order systems run in at each client count.
+var order = []string{"pipelined", "http", "noop", "etcd"}
+
+type bench struct {
+	o        *options
+	out, log io.Writer
+	raftd    *raftdCluster
+	etcd     *etcdCluster
+	noop     *child
+	noopAddr string
+	value    []byte
+}
+
+// measured is one system's figures at one client count.
+type measured struct {
+	result
+	cpu, clientCPU time.Duration
+	syncs, records []uint64 // per raftd node, per write below
+}
+
+func (b *bench) run(ctx context.Context) error {
+	b.value = bytes.Repeat([]byte("v"), b.o.valueBytes)
+	if err := b.start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "raftbench: %d-byte values to distinct keys, %v measured per system (after %v warm-up), data on %s\n",
+		b.o.valueBytes, b.o.duration, b.o.warmup, b.o.dir)
+	for _, c := range b.o.clients {
+		got := map[string]measured{}
+		for _, sys := range order {
+			if !b.o.systems[sys] {
+				continue
+			}
+			m, err := b.measure(ctx, sys, c, c == b.o.clients[len(b.o.clients)-1])
+			if err != nil {
+				return fmt.Errorf("%s at %d clients: %w", sys, c, err)
+			}
+			got[sys] = m
+			b.printOne(sys, c, m)
+		}
+		fmt.Fprintln(b.out, summary(c, got))
+	}
+	return nil
+}
+
+func (b *bench) start(ctx context.Context) error {
+	var err error
+	if b.o.systems["pipelined"] || b.o.systems["http"] {
+		if b.raftd, err = startRaftd(ctx, b.o.raftd, filepath.Join(b.o.dir, "raftd")); err != nil {
+			return fmt.Errorf("raftd: %w", err)
+		}
+	}
+	if b.o.systems["noop"] {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		b.noopAddr = fmt.Sprintf("127.0.0.1:%d", p)
+		if b.noop, err = startChild("noop server", filepath.Join(b.o.dir, "noop.log"), exe, "noop-serve", b.noopAddr); err != nil {
+			return err
+		}
+		if err := waitTCP(b.noop, b.noopAddr, 10*time.Second); err != nil {
+			return err
+		}
+	}
+	if b.o.systems["etcd"] {
+		if err := os.MkdirAll(filepath.Join(b.o.dir, "etcd"), 0o755); err != nil {
+			return err
+		}
+		if b.etcd, err = startEtcd(ctx, b.o.etcd, filepath.Join(b.o.dir, "etcd")); err != nil {
+			return fmt.Errorf("etcd: %w", err)
+		}
+	}
+	return nil
+}
+
+func (b *bench) stopAll() {
+	if b.raftd != nil {
+		b.raftd.stop()
+	}
+	if b.noop != nil {
+		b.noop.stop()
+	}
+	if b.etcd != nil {
+		b.etcd.stop()
+	}
+}
+
+// measure runs one system at clients writers.
+func (b *bench) measure(ctx context.Context, sys string, clients int, last bool) (measured, error) {
+	do, closeFn, pids, err := b.driver(sys, clients)
+	if err != nil {
+		return measured{}, err
+	}
+	defer closeFn()
+	var before []nodeStatus
+	if b.raftd != nil && (sys == "pipelined" || sys == "http") {
+		if before, err = b.raftd.counters(ctx); err != nil {
+			return measured{}, err
+		}
+	}
+	profDone := make(chan error, 1)
+	if sys == "pipelined" && last && b.o.profileDir != "" {
+		go func() {
+			t := time.NewTimer(b.o.warmup)
+			defer t.Stop()
+			<-t.C
+			profDone <- b.raftd.profile(ctx, b.o.duration, b.o.profileDir)
+		}()
+	} else {
+		profDone <- nil
+	}
+	cpu0, self0 := cpuOf(pids), selfCPU()
+	prefix := fmt.Sprintf("%s-%d", sys, clients)
+	r := drive(ctx, clients, prefix, b.o.warmup, b.o.duration, do)
+	m := measured{result: r, cpu: cpuOf(pids) - cpu0, clientCPU: selfCPU() - self0}
+	if err := <-profDone; err != nil {
+		return m, fmt.Errorf("profile: %w", err)
+	}
+	if ctx.Err() != nil {
+		return m, ctx.Err()
+	}
+	if r.writes == 0 {
+		return m, fmt.Errorf("no write acknowledged (%d failed; first: %v)", r.failed, r.firstErr)
+	}
+	if before != nil {
+		after, err := b.raftd.counters(ctx)
+		if err != nil {
+			return m, err
+		}
+		for k := range after {
+			m.syncs = append(m.syncs, after[k].WAL.Syncs-before[k].WAL.Syncs)
+			m.records = append(m.records, after[k].WAL.Records-before[k].WAL.Records)
+		}
+	}
+	return m, nil
+}
+
+// driver returns the write of one system, what closes its clients, and the
+// server processes whose CPU time is counted.
+func (b *bench) driver(sys string, clients int) (op, func(), []int, error) {
+	conns := min(clients, b.o.conns)
+	switch sys {
+	case "pipelined":
+		var cs []*client.Client
+		for k := 0; k < conns; k++ {
+			c, err := client.New(client.Config{Endpoints: append([]string{b.raftd.leaderAddr()}, b.raftd.endpoints()...)})
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			cs = append(cs, c)
+		}
+		closeFn := func() {
+			for _, c := range cs {
+				_ = c.Close()
+			}
+		}
+		return func(ctx context.Context, w int, key []byte) error {
+			_, err := cs[w%len(cs)].Put(ctx, key, b.value)
+			return err
+		}, closeFn, b.raftd.pids(), nil
+	case "http":
+		return b.httpDriver(b.raftd.leaderAddr(), clients), func() {}, b.raftd.pids(), nil
+	case "noop":
+		return b.httpDriver(b.noopAddr, clients), func() {}, []int{b.noop.pid()}, nil
+	case "etcd":
+		var cs []*clientv3.Client
+		for k := 0; k < conns; k++ {
+			c, err := clientv3.New(clientv3.Config{Endpoints: []string{b.etcd.leader}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			cs = append(cs, c)
+		}
+		closeFn := func() {
+			for _, c := range cs {
+				_ = c.Close()
+			}
+		}
+		value := string(b.value)
+		return func(ctx context.Context, w int, key []byte) error {
+			_, err := cs[w%len(cs)].Put(ctx, string(key), value)
+			return err
+		}, closeFn, b.etcd.pids(), nil
+	}
+	return nil, nil, nil, fmt.Errorf("unknown system %q", sys)
+}
+
+// httpDriver PUTs to addr over keep-alive connections, one per client.
+func (b *bench) httpDriver(addr string, clients int) op {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients,
+		IdleConnTimeout: time.Minute}}
+	base := "http://" + addr + "/v1/kv/"
+	return func(ctx context.Context, w int, key []byte) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+string(key), bytes.NewReader(b.value))
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New("HTTP " + resp.Status)
+		}
+		return nil
+	}
+}
+
+func (b *bench) printOne(sys string, clients int, m measured) {
+	var extra strings.Builder
+	if len(m.syncs) > 0 {
+		fmt.Fprintf(&extra, " fdatasyncs_per_write=")
+		for k, s := range m.syncs {
+			if k > 0 {
+				extra.WriteByte(',')
+			}
+			fmt.Fprintf(&extra, "%.3f", float64(s)/float64(m.writes))
+		}
+		fmt.Fprintf(&extra, " records_per_write=")
+		for k, s := range m.records {
+			if k > 0 {
+				extra.WriteByte(',')
+			}
+			fmt.Fprintf(&extra, "%.2f", float64(s)/float64(m.writes))
+		}
+	}
+	fmt.Fprintf(b.out, "  %-9s clients=%d writes_per_s=%.0f p50=%s p99=%s p999=%s failed=%d server_cpu_us_per_write=%.1f client_cpu_us_per_write=%.1f%s\n",
+		sys, clients, m.rate(), ms(m.pct(0.50)), ms(m.pct(0.99)), ms(m.pct(0.999)), m.failed,
+		perWrite(m.cpu, m.writes), perWrite(m.clientCPU, m.writes), extra.String())
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+func perWrite(d time.Duration, writes uint64) float64 {
+	if writes == 0 {
+		return 0
+	}
+	return float64(d) / float64(time.Microsecond) / float64(writes)
+}
+
+// summary is the one parseable line of a client count: writes/s of each
+// system (na when not measured) and the ratios, raftd over the other.
+func summary(clients int, got map[string]measured) string {
+	rate := func(s string) string {
+		if m, ok := got[s]; ok {
+			return fmt.Sprintf("%.0f", m.rate())
+		}
+		return "na"
+	}
+	ratio := func(a, b float64, okA, okB bool) string {
+		if !okA || !okB || b == 0 {
+			return "na"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	p, okP := got["pipelined"]
+	h, okH := got["http"]
+	n, okN := got["noop"]
+	e, okE := got["etcd"]
+	return fmt.Sprintf("clients=%d raftd_http=%s raftd_pipelined=%s etcd=%s noop_http=%s http_over_noop=%s pipelined_over_etcd=%s p99_pipelined_over_etcd=%s http_over_etcd=%s",
+		clients, rate("http"), rate("pipelined"), rate("etcd"), rate("noop"),
+		ratio(h.rate(), n.rate(), okH, okN), ratio(p.rate(), e.rate(), okP, okE),
+		ratio(float64(p.pct(0.99)), float64(e.pct(0.99)), okP, okE), ratio(h.rate(), e.rate(), okH, okE))
+}
