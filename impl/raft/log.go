@@ -141,7 +141,13 @@ func (l *raftLog) handOff() {
 		drop++
 	}
 	if drop > 0 {
-		l.cache = append([]Entry(nil), l.cache[drop:]...)
+		// The dropped entries are cleared (their data is released) and the
+		// slice moves past them: the next append that outgrows the array
+		// copies only the kept entries. Copying the whole cache here, once
+		// per Ready, made every small Ready cost the cache's size (70% of the
+		// leader's allocation at 256 clients).
+		clear(l.cache[:drop])
+		l.cache = l.cache[drop:]
 	}
 }
 

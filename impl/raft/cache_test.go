@@ -1,0 +1,74 @@
+package raft
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+)
+
+// cacheLog is a log whose cache holds about cacheMax bytes, filled by
+// one-entry Readies of 100 bytes each, as a busy leader's is.
+func cacheLog(tb testing.TB, cacheMax uint64, entries int) *raftLog {
+	l := &raftLog{storage: NewMemoryStorage(), first: 1, cacheMax: cacheMax}
+	for k := 0; k < entries; k++ {
+		handOne(l)
+	}
+	return l
+}
+
+func handOne(l *raftLog) {
+	l.append(Entry{Index: l.last + 1, Term: 1, Data: bytes.Repeat([]byte{byte(l.last)}, 100)})
+	l.handOff()
+}
+
+// TestCacheHandOffAmortized: once the cache is full, a one-entry hand-off
+// drops the oldest entry without copying the cache (it did: a copy of the
+// whole cache, about a megabyte here, per Ready). The cache keeps the
+// newest entries within its bound, in order.
+func TestCacheHandOffAmortized(t *testing.T) {
+	l := cacheLog(t, 1<<20, 30000)
+	const runs = 5000
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for k := 0; k < runs; k++ {
+		handOne(l)
+	}
+	runtime.ReadMemStats(&m1)
+	// The cache's ~10,000 entries are ~400 KB of Entry; a hand-off's own
+	// share (the entry's data, the Ready's slice, the cache's amortized
+	// growth) is a few hundred bytes.
+	if per := (m1.TotalAlloc - m0.TotalAlloc) / runs; per > 2048 {
+		t.Fatalf("%d bytes allocated per one-entry hand-off with a full cache of %d entries (want the hand-off's own, not the cache's)", per, len(l.cache))
+	}
+	l = cacheLog(t, 1<<20, 30000)
+	if l.cacheBytes > l.cacheMax {
+		t.Fatalf("cache holds %d bytes over its bound %d", l.cacheBytes, l.cacheMax)
+	}
+	var sum uint64
+	for _, e := range l.cache {
+		sum += uint64(len(e.Data))
+	}
+	if sum != l.cacheBytes || l.cacheBytes+100 <= l.cacheMax {
+		t.Fatalf("cache holds %d bytes, counted %d, bound %d: the newest entries within the bound", sum, l.cacheBytes, l.cacheMax)
+	}
+	cf := l.cacheFrom()
+	for k, e := range l.cache {
+		if e.Index != cf+uint64(k) || !bytes.Equal(e.Data, bytes.Repeat([]byte{byte(e.Index - 1)}, 100)) {
+			t.Fatalf("cache[%d] is entry %d with the wrong data; want entry %d", k, e.Index, cf+uint64(k))
+		}
+	}
+	got, err := l.entries(cf, l.last+1, 1<<30)
+	if err != nil || len(got) != len(l.cache) || got[0].Index != cf {
+		t.Fatalf("entries from the cache: %d entries from %v, err %v", len(got), got[0].Index, err)
+	}
+}
+
+// BenchmarkCacheHandOff is a busy leader's hand-off of one-entry Readies
+// with its cache full (CacheBytesMax's default, 100-byte entries).
+func BenchmarkCacheHandOff(b *testing.B) {
+	l := cacheLog(b, 4<<20, 50000)
+	b.ReportAllocs()
+	for b.Loop() {
+		handOne(l)
+	}
+}
