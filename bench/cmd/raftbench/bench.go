@@ -35,6 +35,7 @@ type measured struct {
 	result
 	cpu, clientCPU time.Duration
 	syncs, records []uint64 // per raftd node, per write below
+	entries        uint64   // log entries the leader appended
 }
 
 func (b *bench) run(ctx context.Context) error {
@@ -116,47 +117,62 @@ func (b *bench) measure(ctx context.Context, sys string, clients int, last bool)
 		return measured{}, err
 	}
 	defer closeFn()
-	var before []nodeStatus
-	if b.raftd != nil && (sys == "pipelined" || sys == "http") {
-		if before, err = b.raftd.counters(ctx); err != nil {
-			return measured{}, err
+	raftdRun := b.raftd != nil && (sys == "pipelined" || sys == "http")
+	profDone := make(chan error, 1)
+	profile := sys == "pipelined" && last && b.o.profileDir != ""
+	var before, after []nodeStatus
+	var errBefore, errAfter error
+	var cpu0, cpu1, self0, self1 time.Duration
+	mark := func(end bool) {
+		if !end {
+			cpu0, self0 = cpuOf(pids), selfCPU()
+			if raftdRun {
+				before, errBefore = b.raftd.counters(ctx)
+			}
+			if profile {
+				go func() { profDone <- b.raftd.profile(ctx, b.o.duration, b.o.profileDir) }()
+			}
+			return
+		}
+		cpu1, self1 = cpuOf(pids), selfCPU()
+		if raftdRun {
+			after, errAfter = b.raftd.counters(context.Background())
 		}
 	}
-	profDone := make(chan error, 1)
-	if sys == "pipelined" && last && b.o.profileDir != "" {
-		go func() {
-			t := time.NewTimer(b.o.warmup)
-			defer t.Stop()
-			<-t.C
-			profDone <- b.raftd.profile(ctx, b.o.duration, b.o.profileDir)
-		}()
-	} else {
+	if !profile {
 		profDone <- nil
 	}
-	cpu0, self0 := cpuOf(pids), selfCPU()
 	prefix := fmt.Sprintf("%s-%d", sys, clients)
-	r := drive(ctx, clients, prefix, b.o.warmup, b.o.duration, do)
-	m := measured{result: r, cpu: cpuOf(pids) - cpu0, clientCPU: selfCPU() - self0}
-	if err := <-profDone; err != nil {
-		return m, fmt.Errorf("profile: %w", err)
-	}
+	r := drive(ctx, clients, prefix, b.o.warmup, b.o.duration, do, mark)
+	m := measured{result: r, cpu: cpu1 - cpu0, clientCPU: self1 - self0}
 	if ctx.Err() != nil {
 		return m, ctx.Err()
+	}
+	if err := <-profDone; err != nil {
+		return m, fmt.Errorf("profile: %w", err)
 	}
 	if r.writes == 0 {
 		return m, fmt.Errorf("no write acknowledged (%d failed; first: %v)", r.failed, r.firstErr)
 	}
-	if before != nil {
-		after, err := b.raftd.counters(ctx)
-		if err != nil {
-			return m, err
-		}
+	if err := cmpErr(errBefore, errAfter); err != nil {
+		return m, err
+	}
+	if raftdRun {
+		lead := b.raftd.leader - 1
+		m.entries = after[lead].Last - before[lead].Last
 		for k := range after {
 			m.syncs = append(m.syncs, after[k].WAL.Syncs-before[k].WAL.Syncs)
 			m.records = append(m.records, after[k].WAL.Records-before[k].WAL.Records)
 		}
 	}
 	return m, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // driver returns the write of one system, what closes its clients, and the
@@ -235,7 +251,7 @@ func (b *bench) httpDriver(addr string, clients int) op {
 func (b *bench) printOne(sys string, clients int, m measured) {
 	var extra strings.Builder
 	if len(m.syncs) > 0 {
-		fmt.Fprintf(&extra, " fdatasyncs_per_write=")
+		fmt.Fprintf(&extra, " entries_per_write=%.2f fdatasyncs_per_write=", float64(m.entries)/float64(m.writes))
 		for k, s := range m.syncs {
 			if k > 0 {
 				extra.WriteByte(',')

@@ -34,13 +34,29 @@ func (r result) pct(p float64) time.Duration {
 
 // drive runs clients workers, each writing one value after another to
 // keys of its own (prefix-w-k), for warmup (not counted) and then for
-// dur. A write counts when it is acknowledged inside the measured window.
-func drive(ctx context.Context, clients int, prefix string, warmup, dur time.Duration, do op) result {
+// dur. A write counts when it is acknowledged inside the measured window;
+// at its start and its end mark is called (the counters' snapshots).
+func drive(ctx context.Context, clients int, prefix string, warmup, dur time.Duration, do op, mark func(end bool)) result {
 	var wg sync.WaitGroup
 	start := time.Now().Add(warmup)
 	end := start.Add(dur)
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
+	marked := make(chan struct{})
+	go func() {
+		defer close(marked)
+		t := time.NewTimer(time.Until(start))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			mark(false)
+		case <-ctx.Done():
+			return
+		}
+		<-ctx.Done()
+		mark(true)
+	}()
+	defer func() { <-marked }()
 	lats := make([][]time.Duration, clients)
 	fails := make([]uint64, clients)
 	errs := make([]error, clients)

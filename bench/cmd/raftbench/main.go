@@ -45,7 +45,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measured time of each system at each client count")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured writes before each measurement")
 	systems := fs.String("systems", "pipelined,http,noop,etcd", "which systems to measure")
-	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of the raftd leader (and a heap profile) during the pipelined run at the largest client count into this directory")
+	fs.StringVar(&o.profileDir, "profile", "", "write each raftd node's CPU and allocation profiles during the pipelined run at the largest client count into this directory")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data directories")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -71,6 +71,7 @@ func startRaftd(ctx context.Context, bin, dir string) (*raftdCluster, error) {
 // nodeStatus is the part of /v1/status the benchmark reads.
 type nodeStatus struct {
 	Role string `json:"role"`
+	Last uint64 `json:"last"`
 	WAL  struct {
 		Syncs   uint64 `json:"syncs"`
 		Records uint64 `json:"records_synced"`
@@ -114,13 +115,32 @@ func (r *raftdCluster) pids() []int {
 	return p
 }
 
-// profile fetches the leader's CPU profile over d into dir.
+// profile fetches every node's CPU profile over d, then its allocation
+// profile, into dir (raftd-<id>-leader-cpu.pprof for the leader,
+// raftd-<id>-follower-cpu.pprof for the others).
 func (r *raftdCluster) profile(ctx context.Context, d time.Duration, dir string) error {
-	addr := r.pprof[r.leader]
-	if err := fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), filepath.Join(dir, "raftd-leader-cpu.pprof")); err != nil {
-		return err
+	errs := make(chan error, len(r.pprof))
+	for id, addr := range r.pprof {
+		role := "follower"
+		if id == r.leader {
+			role = "leader"
+		}
+		name := filepath.Join(dir, fmt.Sprintf("raftd-%d-%s-", id, role))
+		go func() {
+			err := fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, int(d.Seconds()))), name+"cpu.pprof")
+			if err == nil {
+				err = fetch(ctx, "http://"+addr+"/debug/pprof/allocs", name+"allocs.pprof")
+			}
+			errs <- err
+		}()
 	}
-	return fetch(ctx, "http://"+addr+"/debug/pprof/allocs", filepath.Join(dir, "raftd-leader-allocs.pprof"))
+	var first error
+	for range r.pprof {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func (r *raftdCluster) stop() {
