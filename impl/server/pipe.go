@@ -129,14 +129,14 @@ func (e *frameTypeError) Unwrap() error { return wire.ErrFrame }
 
 // handle submits one frame's requests: its writes as one proposal batch,
 // its linearizable reads as one read batch; stale reads are answered at
-// once.
+// once. A write costs two allocations here (its tracking and its
+// callback): its command is stamped in place in the frame's payload, and
+// its answer is the store's result encoding as it is.
 func (pc *pipeConn) handle(reqs []kvproto.Request) {
 	n := pc.s.n
 	deadline := time.Now().Add(n.cfg.RequestTimeout)
-	var data [][]byte
-	var dones []func(proposed)
-	var writes []*pendingReq
-	var writeIDs []uint64
+	var ps []replica.Proposal
+	var writes []tracked
 	var reads []replica.Read
 	for k := range reqs {
 		rq := reqs[k]
@@ -149,7 +149,7 @@ func (pc *pipeConn) handle(reqs []kvproto.Request) {
 		if e := n.authorizeOp(pc.p, rq.Op); e != nil {
 			n.stats.AuthRefused.Add(1)
 			pc.refusedOnce.Do(func() { n.refused(pc.p, pc.c.RemoteAddr().String(), "pipelined op "+strconv.Itoa(int(rq.Op)), e) })
-			pc.answerOnce(rq.ID, p, nil, e)
+			pc.answerOnce(rq.ID, p, e)
 			continue
 		}
 		switch rq.Op {
@@ -161,27 +161,23 @@ func (pc *pipeConn) handle(reqs []kvproto.Request) {
 			reads = append(reads, replica.Read{Done: n.readDone(rq.Key, func(a readAnswer) { pc.answerRead(rq.ID, p, a) })})
 		case kvproto.OpCommand:
 			n.stats.Writes.Add(1)
-			b, e := restamp(rq.Command)
-			if e != nil {
-				pc.answerOnce(rq.ID, p, nil, e)
+			if e := restamp(rq.Command); e != nil {
+				pc.answerOnce(rq.ID, p, e)
 				continue
 			}
-			data = append(data, b)
-			writes, writeIDs = append(writes, p), append(writeIDs, rq.ID)
-			dones = append(dones, func(pr proposed) {
-				r, e := n.outcome(pr)
-				if e != nil && e.Code != CodeNotFound && e.Code != CodeMismatch {
-					pc.answerOnce(rq.ID, p, nil, e)
-					return
-				}
-				pc.answerOnce(rq.ID, p, &r, nil)
-			})
+			if ps == nil {
+				ps = make([]replica.Proposal, 0, len(reqs)-k)
+				writes = make([]tracked, 0, len(reqs)-k)
+			}
+			id := rq.ID
+			ps = append(ps, replica.Proposal{Data: rq.Command, Done: func(r replica.Result) { pc.answerWrite(id, p, n.proposedOf(r)) }})
+			writes = append(writes, tracked{id, p})
 		}
 	}
-	if len(data) > 0 {
-		if e := n.propose(data, dones); e != nil {
-			for k, p := range writes {
-				pc.answerOnce(writeIDs[k], p, nil, e)
+	if len(ps) > 0 {
+		if e := n.proposeBatch(ps); e != nil {
+			for _, w := range writes {
+				pc.answerOnce(w.id, w.p, e)
 			}
 		}
 	}
@@ -198,17 +194,38 @@ func (pc *pipeConn) handle(reqs []kvproto.Request) {
 	}
 }
 
-// restamp decodes a client's command strictly, stamps the leader's clock
-// into it and encodes it again.
-func restamp(b []byte) ([]byte, *Error) {
-	c, err := kv.DecodeCommand(b)
-	if errors.Is(err, kv.ErrTooLarge) {
-		return nil, errorf(CodeTooLarge, "%v", err)
+type tracked struct {
+	id uint64
+	p  *pendingReq
+}
+
+// restamp checks a client's command strictly and stamps the leader's clock
+// into it, in place.
+func restamp(b []byte) *Error {
+	_, err := kv.DecodeCommand(b)
+	if err == nil {
+		err = kv.StampTime(b, uint64(time.Now().UnixMilli()))
 	}
-	if err != nil {
-		return nil, errorf(CodeBadRequest, "%v", err)
+	switch {
+	case errors.Is(err, kv.ErrTooLarge):
+		return errorf(CodeTooLarge, "%v", err)
+	case err != nil:
+		return errorf(CodeBadRequest, "%v", err)
 	}
-	return stamp(c)
+	return nil
+}
+
+// answerWrite answers a write with the store's result encoding as it is
+// (not_found and mismatch are results, not errors, on this protocol).
+func (pc *pipeConn) answerWrite(id uint64, p *pendingReq, pr proposed) {
+	if !p.answered.CompareAndSwap(false, true) {
+		return
+	}
+	if _, e := pc.s.n.outcome(pr); e != nil && e.Code != CodeNotFound && e.Code != CodeMismatch {
+		pc.answer(id, e)
+		return
+	}
+	pc.push(id, true, kvproto.Response{ID: id, Status: kvproto.StatusResult, Result: pr.res.Value})
 }
 
 func (pc *pipeConn) track(id uint64, p *pendingReq) bool {
@@ -226,25 +243,21 @@ func (pc *pipeConn) answerRead(id uint64, p *pendingReq, a readAnswer) {
 		return
 	}
 	if a.err != nil {
-		pc.answer(id, nil, a.err)
+		pc.answer(id, a.err)
 		return
 	}
 	pc.push(id, true, kvproto.Response{ID: id, Status: kvproto.StatusValue, Found: a.found, Revision: a.revision, Value: a.value})
 }
 
-func (pc *pipeConn) answerOnce(id uint64, p *pendingReq, r *kv.Result, e *Error) {
+// answerOnce answers a tracked request with an error, unless it was
+// answered already.
+func (pc *pipeConn) answerOnce(id uint64, p *pendingReq, e *Error) {
 	if p.answered.CompareAndSwap(false, true) {
-		pc.answer(id, r, e)
+		pc.answer(id, e)
 	}
 }
 
-func (pc *pipeConn) answer(id uint64, r *kv.Result, e *Error) {
-	if e != nil {
-		pc.push(id, true, pc.errorResponse(id, e))
-		return
-	}
-	pc.push(id, true, kvproto.Response{ID: id, Status: kvproto.StatusResult, Result: r.Marshal()})
-}
+func (pc *pipeConn) answer(id uint64, e *Error) { pc.push(id, true, pc.errorResponse(id, e)) }
 
 // refuse answers a request that was never tracked.
 func (pc *pipeConn) refuse(id uint64, e *Error) { pc.push(id, false, pc.errorResponse(id, e)) }
@@ -338,9 +351,9 @@ func (pc *pipeConn) expire() {
 	pc.mu.Unlock()
 	for _, d := range late {
 		if d.p.write {
-			pc.answerOnce(d.id, d.p, nil, errorf(CodeUnknown, "no answer within the request's time: the entry may be in the log"))
+			pc.answerOnce(d.id, d.p, errorf(CodeUnknown, "no answer within the request's time: the entry may be in the log"))
 		} else {
-			pc.answerOnce(d.id, d.p, nil, errorf(CodeBusy, "the read was not confirmed in time"))
+			pc.answerOnce(d.id, d.p, errorf(CodeBusy, "the read was not confirmed in time"))
 		}
 	}
 }

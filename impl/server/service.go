@@ -41,16 +41,34 @@ func (n *Node) propose(data [][]byte, done []func(proposed)) *Error {
 	ps := make([]replica.Proposal, len(data))
 	for k := range data {
 		d := done[k]
-		ps[k] = replica.Proposal{Data: data[k], Done: func(r replica.Result) {
-			_, _, lead := n.rep.Leadership()
-			d(proposed{res: r, lead: lead})
-		}}
+		ps[k] = replica.Proposal{Data: data[k], Done: func(r replica.Result) { d(n.proposedOf(r)) }}
+	}
+	return n.proposeBatch(ps)
+}
+
+// proposeBatch hands proposals to the replica as one batch (their Done
+// calls answer them); an error means none was taken (definite, and no
+// Done is called).
+func (n *Node) proposeBatch(ps []replica.Proposal) *Error {
+	if n.stopping.Load() {
+		return errorf(CodeStopping, "the node is stopping")
 	}
 	if err := n.run.Submit(replica.Event{Kind: replica.EventPropose, Proposals: ps}); err != nil {
 		return proposeFailure(err, false)
 	}
 	n.lastProposeMs.Store(time.Now().UnixMilli())
 	return nil
+}
+
+// proposedOf adds to a proposal's answer the leader the replica knows of
+// (for forwarding after ErrNotLeader); only a failure needs it. It runs on
+// the replica's goroutine.
+func (n *Node) proposedOf(r replica.Result) proposed {
+	p := proposed{res: r}
+	if r.Err != nil {
+		_, _, p.lead = n.rep.Leadership()
+	}
+	return p
 }
 
 // outcome turns a proposal's answer into the kv result or a client error.

@@ -130,7 +130,7 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 			"messages_dropped": rs.MessagesDropped.Load(), "messages_invalid": rs.MessagesInvalid.Load(),
 			"records_refused": rs.RecordsRefused.Load(), "chain_mismatches": rs.ChainMismatches.Load(),
 			"local_corruptions": rs.LocalCorruptions.Load(), "records_appended_shipped": rs.RecordsAppendedShipped.Load(),
-			"proposals": rs.Proposals.Load(), "proposals_refused": rs.ProposalsRefused.Load(), "proposals_lost": rs.ProposalsLost.Load(),
+			"proposals": rs.Proposals.Load(), "proposal_batches": rs.ProposalBatches.Load(), "proposals_refused": rs.ProposalsRefused.Load(), "proposals_lost": rs.ProposalsLost.Load(),
 			"reads": rs.Reads.Load(), "read_rounds": rs.ReadRounds.Load(), "holds": rs.Holds.Load(),
 			"truncation_syncs": rs.TruncationSyncs.Load(), "wal_failures": rs.WALFailures.Load(), "alerts": rs.Alerts.Load(),
 			"leader_elections": rs.LeaderElections.Load(), "applied": rs.Applied.Load(),

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ type measured struct {
 	cpu, clientCPU time.Duration
 	syncs, records []uint64 // per raftd node, per write below
 	entries        uint64   // log entries the leader appended
+	sent, batches  uint64   // messages the leader sent, proposal batches it took
 }
 
 func (b *bench) run(ctx context.Context) error {
@@ -119,10 +121,11 @@ func (b *bench) measure(ctx context.Context, sys string, clients int, last bool)
 	defer closeFn()
 	raftdRun := b.raftd != nil && (sys == "pipelined" || sys == "http")
 	profDone := make(chan error, 1)
-	profile := sys == "pipelined" && last && b.o.profileDir != ""
+	profile := sys == b.o.profileSystem && last && b.o.profileDir != ""
 	var before, after []nodeStatus
 	var errBefore, errAfter error
 	var cpu0, cpu1, self0, self1 time.Duration
+	var selfProf *os.File // the load generator's own CPU profile
 	mark := func(end bool) {
 		if !end {
 			cpu0, self0 = cpuOf(pids), selfCPU()
@@ -131,10 +134,21 @@ func (b *bench) measure(ctx context.Context, sys string, clients int, last bool)
 			}
 			if profile {
 				go func() { profDone <- b.raftd.profile(ctx, b.o.duration, b.o.profileDir) }()
+				if f, err := os.Create(filepath.Join(b.o.profileDir, "raftbench-cpu.pprof")); err == nil {
+					if pprof.StartCPUProfile(f) == nil {
+						selfProf = f
+					} else {
+						f.Close()
+					}
+				}
 			}
 			return
 		}
 		cpu1, self1 = cpuOf(pids), selfCPU()
+		if selfProf != nil {
+			pprof.StopCPUProfile()
+			selfProf.Close()
+		}
 		if raftdRun {
 			after, errAfter = b.raftd.counters(context.Background())
 		}
@@ -160,6 +174,8 @@ func (b *bench) measure(ctx context.Context, sys string, clients int, last bool)
 	if raftdRun {
 		lead := b.raftd.leader - 1
 		m.entries = after[lead].Last - before[lead].Last
+		m.sent = after[lead].Replica["messages_sent"] - before[lead].Replica["messages_sent"]
+		m.batches = after[lead].Replica["proposal_batches"] - before[lead].Replica["proposal_batches"]
 		for k := range after {
 			m.syncs = append(m.syncs, after[k].WAL.Syncs-before[k].WAL.Syncs)
 			m.records = append(m.records, after[k].WAL.Records-before[k].WAL.Records)
@@ -251,7 +267,9 @@ func (b *bench) httpDriver(addr string, clients int) op {
 func (b *bench) printOne(sys string, clients int, m measured) {
 	var extra strings.Builder
 	if len(m.syncs) > 0 {
-		fmt.Fprintf(&extra, " entries_per_write=%.2f fdatasyncs_per_write=", float64(m.entries)/float64(m.writes))
+		w := float64(m.writes)
+		fmt.Fprintf(&extra, " entries_per_write=%.2f writes_per_proposal_batch=%.1f leader_msgs_per_write=%.3f fdatasyncs_per_write=",
+			float64(m.entries)/w, w/float64(max(m.batches, 1)), float64(m.sent)/w)
 		for k, s := range m.syncs {
 			if k > 0 {
 				extra.WriteByte(',')

@@ -29,6 +29,7 @@ type options struct {
 	duration, warmup  time.Duration
 	systems           map[string]bool
 	profileDir        string
+	profileSystem     string
 	keep              bool
 }
 
@@ -45,7 +46,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measured time of each system at each client count")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured writes before each measurement")
 	systems := fs.String("systems", "pipelined,http,noop,etcd", "which systems to measure")
-	fs.StringVar(&o.profileDir, "profile", "", "write each raftd node's CPU and allocation profiles during the pipelined run at the largest client count into this directory")
+	fs.StringVar(&o.profileDir, "profile", "", "write each raftd node's CPU and allocation profiles (and raftbench's own CPU profile) during the run of -profile-system at the largest client count into this directory")
+	fs.StringVar(&o.profileSystem, "profile-system", "pipelined", "with -profile: the run profiled, pipelined or http")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data directories")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
