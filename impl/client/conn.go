@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -131,6 +132,12 @@ func (cn *conn) writeLoop() {
 			return
 		case <-cn.signal:
 		}
+		// One yield before taking the queue: callers already runnable
+		// enqueue first, so a frame (one write syscall here, one read on
+		// the server) carries more requests; alone, a caller loses
+		// nothing (nothing else is runnable). Measured by raftbench at 256
+		// clients: client CPU per write -35%, server -12%, writes/s +15%.
+		runtime.Gosched()
 		cn.mu.Lock()
 		batch, cn.queue = cn.queue, batch[:0]
 		cn.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -308,6 +309,9 @@ func (pc *pipeConn) writeLoop() {
 			continue
 		case <-pc.signal:
 		}
+		// One yield first, so that answers the replica is about to give
+		// join this frame (the client's writeLoop does the same).
+		runtime.Gosched()
 		pc.mu.Lock()
 		batch, pc.out = pc.out, batch[:0]
 		pc.mu.Unlock()

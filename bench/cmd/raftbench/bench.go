@@ -268,8 +268,12 @@ func (b *bench) printOne(sys string, clients int, m measured) {
 	var extra strings.Builder
 	if len(m.syncs) > 0 {
 		w := float64(m.writes)
-		fmt.Fprintf(&extra, " entries_per_write=%.2f writes_per_proposal_batch=%.1f leader_msgs_per_write=%.3f fdatasyncs_per_write=",
-			float64(m.entries)/w, w/float64(max(m.batches, 1)), float64(m.sent)/w)
+		perBatch := "na" // a raftd without the counter
+		if m.batches > 0 {
+			perBatch = fmt.Sprintf("%.1f", w/float64(m.batches))
+		}
+		fmt.Fprintf(&extra, " entries_per_write=%.2f writes_per_proposal_batch=%s leader_msgs_per_write=%.3f fdatasyncs_per_write=",
+			float64(m.entries)/w, perBatch, float64(m.sent)/w)
 		for k, s := range m.syncs {
 			if k > 0 {
 				extra.WriteByte(',')
