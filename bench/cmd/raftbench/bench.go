@@ -66,9 +66,12 @@ func (b *bench) run(ctx context.Context) error {
 }
 
 func (b *bench) start(ctx context.Context) error {
-	var err error
 	if b.o.systems["pipelined"] || b.o.systems["http"] {
-		if b.raftd, err = startRaftd(ctx, b.o.raftd, filepath.Join(b.o.dir, "raftd")); err != nil {
+		err := retryPorts(func(try int) (err error) {
+			b.raftd, err = startRaftd(ctx, b.o.raftd, filepath.Join(b.o.dir, fmt.Sprintf("raftd-%d", try)))
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("raftd: %w", err)
 		}
 	}
@@ -90,14 +93,32 @@ func (b *bench) start(ctx context.Context) error {
 		}
 	}
 	if b.o.systems["etcd"] {
-		if err := os.MkdirAll(filepath.Join(b.o.dir, "etcd"), 0o755); err != nil {
+		err := retryPorts(func(try int) (err error) {
+			dir := filepath.Join(b.o.dir, fmt.Sprintf("etcd-%d", try))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			b.etcd, err = startEtcd(ctx, b.o.etcd, dir)
 			return err
-		}
-		if b.etcd, err = startEtcd(ctx, b.o.etcd, filepath.Join(b.o.dir, "etcd")); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("etcd: %w", err)
 		}
 	}
 	return nil
+}
+
+// retryPorts starts a cluster up to three times, each in a fresh
+// directory: its ports are picked free and released before the members
+// bind them, and another process on the machine may take one meanwhile.
+func retryPorts(start func(try int) error) error {
+	var err error
+	for try := 1; try <= 3; try++ {
+		if err = start(try); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func (b *bench) stopAll() {
