@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long sim-longrun bench bench-etcd clean mutate-spec mutate-raft mutate-wal course screenshots
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs tlc long-trace sim-long sim-longrun bench bench-etcd bench-cluster clean mutate-spec mutate-raft mutate-wal course screenshots
 
 all: build
 
@@ -152,7 +152,7 @@ bench:
 
 ## bench-etcd: a 3-node raftd cluster (pipelined and HTTP), a no-op server
 ## behind the same HTTP API, and a 3-node etcd cluster, side by side in one
-## run on the real disk, at 1 and 256 clients (docs/benchmark.md; about a
+## run on the real disk, at 1 and 256 clients (docs/performance.md; about a
 ## minute). Without etcd-server installed its fields are na, said in one
 ## line. The tool is in its own module (bench/) so that etcd's client
 ## stays out of the server's dependencies. BENCH_FLAGS adds flags, e.g.
@@ -161,6 +161,12 @@ BENCH_FLAGS ?=
 bench-etcd: build
 	cd bench && $(GO) build -o ../$(BIN)/raftbench ./cmd/raftbench
 	$(BIN)/raftbench -raftd $(BIN)/raftd $(BENCH_FLAGS)
+
+## bench-cluster: the same run at the issue's client counts, 1, 16, 256 and
+## 1,024 (about two minutes).
+bench-cluster: build
+	cd bench && $(GO) build -o ../$(BIN)/raftbench ./cmd/raftbench
+	$(BIN)/raftbench -raftd $(BIN)/raftd -clients 1,16,256,1024 $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

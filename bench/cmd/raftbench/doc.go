@@ -1,5 +1,5 @@
 // Command raftbench measures durable writes side by side in one run
-// (issue 17; docs/benchmark.md): a 3-node raftd cluster over its
+// (issue 17; docs/performance.md): a 3-node raftd cluster over its
 // pipelined protocol (impl/client) and over its HTTP API, a no-op server
 // behind the same HTTP API (it acknowledges without consensus or disk: the
 // ceiling of the HTTP stack alone), and a 3-node etcd cluster (Debian's
