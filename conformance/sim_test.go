@@ -13,7 +13,6 @@ import (
 	"github.com/durableraft/durableraft/conformance/sim"
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
-	"github.com/durableraft/durableraft/spec"
 )
 
 // seedRange reads a range "a-b" (or a single seed) from the environment
@@ -35,25 +34,16 @@ func seedRange(t *testing.T, name string, lo, hi uint64) (uint64, uint64) {
 	return x, y
 }
 
-// runSeed runs one seeded simulation and checks its invariants and its
-// trace against the spec.
+// runSeed runs one seeded simulation with every check (sim.Check: the
+// invariants, the KV checks, porcupine, the spec's trace checker).
 func runSeed(t *testing.T, o sim.Options) *sim.Sim {
 	t.Helper()
-	s, err := sim.New(o)
+	s, v, err := sim.Check(o)
 	if err != nil {
 		t.Fatalf("seed %d: %v", o.Seed, err)
 	}
-	if err := s.Run(); err != nil {
-		t.Fatalf("seed %d: %v", o.Seed, err)
-	}
-	if len(s.Violations) > 0 {
-		t.Errorf("seed %d (%d nodes): %s\n%s", o.Seed, o.N, strings.Join(s.Violations, "\n  "), drawCommand(o))
-		return s
-	}
-	if o.Trace {
-		if err := spec.CheckTrace(s.CheckableEvents()); err != nil {
-			t.Errorf("seed %d (%d nodes): trace rejected by the spec: %v\n%s", o.Seed, o.N, err, drawCommand(o))
-		}
+	if v.Violation != "" {
+		t.Errorf("seed %d (%d nodes): %s\n%s", o.Seed, o.N, v.Violation, drawCommand(o))
 	}
 	return s
 }
@@ -75,18 +65,7 @@ func TestSimulatedRuntime(t *testing.T) {
 	t.Logf("seeds %d-%d: %+v", lo, hi, total)
 }
 
-func addCounts(a *sim.Counts, b sim.Counts) {
-	for _, p := range [][2]*int{
-		{&a.Delivered, &b.Delivered}, {&a.Dropped, &b.Dropped}, {&a.Duplicated, &b.Duplicated},
-		{&a.Proposals, &b.Proposals}, {&a.Acked, &b.Acked}, {&a.Reads, &b.Reads}, {&a.ReadsServed, &b.ReadsServed},
-		{&a.Crashes, &b.Crashes}, {&a.IOCrashes, &b.IOCrashes}, {&a.Restarts, &b.Restarts}, {&a.Flips, &b.Flips},
-		{&a.SyncErrors, &b.SyncErrors}, {&a.DiskFull, &b.DiskFull}, {&a.SlowSyncs, &b.SlowSyncs},
-		{&a.Partitions, &b.Partitions}, {&a.LateNotifies, &b.LateNotifies}, {&a.WireFlips, &b.WireFlips}, {&a.Elections, &b.Elections},
-		{&a.VerdictTruncated, &b.VerdictTruncated}, {&a.LostSteps, &b.LostSteps},
-	} {
-		*p[0] += *p[1]
-	}
-}
+func addCounts(a *sim.Counts, b sim.Counts) { a.Add(b) }
 
 // TestDeterministicAcrossProcesses: a seed replays byte for byte: the same
 // trace and disk images in two processes with different GOMAXPROCS.
@@ -223,22 +202,14 @@ func TestSimSeedTrace(t *testing.T) {
 }
 
 // caught runs one seed and reports whether something caught the run: a
-// violated invariant or a trace the spec rejects.
+// violated invariant, a history porcupine rejects, or a trace the spec
+// rejects.
 func caught(o sim.Options) (bool, string, error) {
-	s, err := sim.New(o)
+	_, v, err := sim.Check(o)
 	if err != nil {
 		return false, "", err
 	}
-	if err := s.Run(); err != nil {
-		return false, "", err
-	}
-	if len(s.Violations) > 0 {
-		return true, s.Violations[0], nil
-	}
-	if err := spec.CheckTrace(s.CheckableEvents()); err != nil {
-		return true, "trace rejected: " + err.Error(), nil
-	}
-	return false, "", nil
+	return v.Violation != "", v.Violation, nil
 }
 
 // TestRuntimeBugsCaught: every runtime bug switch is caught within a
@@ -259,7 +230,7 @@ func TestRuntimeBugsCaught(t *testing.T) {
 		// truncation reaches the core; impl/replica's
 		// TestStaleProgressAfterTruncation shows what it breaks when one
 		// does.
-		{runtime: replica.BugNoChainCheck, by: []string{"StateMachineSafety", "ByteIdentical", "trace"}},
+		{runtime: replica.BugNoChainCheck, by: []string{"StateMachineSafety", "ByteIdentical", "Trace"}},
 	}
 	for _, tc := range cases {
 		name := tc.runtime.String()

@@ -23,7 +23,9 @@ import (
 //	                     acknowledged before its term
 //	ReadIndex            a read returns an index at or above every write
 //	                     acknowledged before it was asked
-//	ResultIntegrity      an acknowledged write's result is its own data
+//	ResultIntegrity      an acknowledged proposal is the entry applied at its
+//	                     index, answered with the store's answer there
+//	ResultAgreement      every replica answers an entry with the same bytes
 //	ByteIdentical        replicas that agree on a committed index hold the
 //	                     same record bytes up to it (equal chain values)
 //	Liveness             after the faults heal, a leader commits a final
@@ -32,24 +34,26 @@ type checker struct {
 	s       *Sim
 	acks    map[uint64]ackedEntry
 	leaders map[uint64]raft.NodeID
-	applied map[uint64]string
+	applied map[uint64]appliedEntry
 	// pending client operations per node (a crash makes their outcome
 	// unknown).
 	pending      map[raft.NodeID]int
 	finalPending raft.NodeID
 	finalAcked   bool
+	finalIndex   uint64
 	ackMax       uint64
 }
 
+type appliedEntry struct{ entry, result string }
+
 type ackedEntry struct {
 	term       uint64
-	data       string
 	commitTerm uint64 // the term of the first leader that applied it
 }
 
 func (c *checker) init(s *Sim) {
 	c.s = s
-	c.acks, c.leaders, c.applied = map[uint64]ackedEntry{}, map[uint64]raft.NodeID{}, map[uint64]string{}
+	c.acks, c.leaders, c.applied = map[uint64]ackedEntry{}, map[uint64]raft.NodeID{}, map[uint64]appliedEntry{}
 	c.pending = map[raft.NodeID]int{}
 }
 
@@ -80,6 +84,7 @@ func (c *checker) observe(n *Node) {
 	}
 	c.leaders[term] = n.ID
 	c.s.Counts.Elections++
+	c.s.logf("n%d leads term %d", n.ID, term)
 	for _, i := range c.sortedAcks() {
 		a := c.acks[i]
 		if a.commitTerm >= term {
@@ -133,13 +138,20 @@ func (c *checker) durableTruth(n *Node) {
 	}
 }
 
-// apply records an entry a node applied: StateMachineSafety.
-func (c *checker) apply(n *Node, e raft.Entry) {
-	key := fmt.Sprintf("%d/%s", e.Term, e.Data)
-	if prev, ok := c.applied[e.Index]; ok && prev != key {
-		c.violation("StateMachineSafety: index %d applied as %s and as %s (n%d)", e.Index, prev, key, n.ID)
+// apply records an entry a node applied and the answer its store gave:
+// StateMachineSafety, and ResultAgreement (every replica answers an entry
+// with the same bytes: the state machine is deterministic).
+func (c *checker) apply(n *Node, e raft.Entry, result []byte) {
+	key := fmt.Sprintf("%d/%x", e.Term, e.Data)
+	if prev, ok := c.applied[e.Index]; ok {
+		if prev.entry != key {
+			c.violation("StateMachineSafety: index %d applied as %s and as %s (n%d)", e.Index, prev.entry, key, n.ID)
+		} else if prev.result != string(result) {
+			c.violation("ResultAgreement: n%d answered entry %d/%d with %x, another replica with %x", n.ID, e.Term, e.Index, result, prev.result)
+		}
+	} else {
+		c.applied[e.Index] = appliedEntry{entry: key, result: string(result)}
 	}
-	c.applied[e.Index] = key
 	if a, ok := c.acks[e.Index]; ok && n.r != nil {
 		// n learned the commit from a leader of a term no newer than its own.
 		_, term, _ := n.r.Leadership()
@@ -148,45 +160,56 @@ func (c *checker) apply(n *Node, e raft.Entry) {
 	}
 }
 
-// proposalDone is the client's side of a write: an acknowledgment must
-// carry its own data and be durable on a majority.
-func (c *checker) proposalDone(n *Node, data string) func(replica.Result) {
+// proposalDone wraps the Done of a proposal of data: an acknowledgment
+// must be the entry proposed with the answer the state machine gave, and
+// durable on a majority. then (nil: nothing) is the service's own Done.
+func (c *checker) proposalDone(n *Node, data []byte, final bool, then func(replica.Result)) func(replica.Result) {
 	c.pending[n.ID]++
 	ep := n.epoch
 	return func(res replica.Result) {
 		if n.epoch == ep {
 			c.pending[n.ID]--
 		}
-		final := data == finalData
 		if res.Err != nil {
 			if final {
 				c.finalPending = 0
 			}
-			return
-		}
-		if !bytes.Equal(res.Value, []byte(data)) {
-			c.violation("ResultIntegrity: write %q acknowledged at %d/%d with result %q", data, res.Term, res.Index, res.Value)
-		}
-		c.s.Counts.Acked++
-		// Committed by a leader of a term no newer than n's own.
-		_, commitTerm, _ := n.r.Leadership()
-		a := ackedEntry{term: res.Term, data: data, commitTerm: commitTerm}
-		c.acks[res.Index] = a
-		c.ackMax = max(c.ackMax, res.Index)
-		c.checkAckedDurable(res.Index)
-		for _, l := range c.s.Nodes {
-			if l.r == nil {
-				continue
-			}
-			if role, term, _ := l.r.Leadership(); role != raft.RoleLeader || term <= commitTerm {
-				continue
-			}
-			if t, err := l.w.Term(res.Index); err != nil || t != a.term {
-				c.violation("NoAckedLoss: leader n%d lacks entry %d/%d acknowledged now", l.ID, a.term, res.Index)
+		} else {
+			c.acknowledged(n, data, res)
+			if final {
+				c.finalAcked, c.finalIndex = true, res.Index
 			}
 		}
-		if final {
-			c.finalAcked = true
+		if then != nil {
+			then(res)
+		}
+	}
+}
+
+// acknowledged checks an acknowledgment: ResultIntegrity, AckedDurable,
+// NoAckedLoss against the leaders of later terms.
+func (c *checker) acknowledged(n *Node, data []byte, res replica.Result) {
+	log := n.sm.log
+	if res.Index < 1 || res.Index > uint64(len(log)) || !bytes.Equal(log[res.Index-1].Data, data) || !bytes.Equal(log[res.Index-1].Result, res.Value) {
+		c.violation("ResultIntegrity: n%d acknowledged a proposal at %d/%d that is not the entry it applied there, or not with its answer", n.ID, res.Term, res.Index)
+		return
+	}
+	c.s.Counts.Acked++
+	// Committed by a leader of a term no newer than n's own.
+	_, commitTerm, _ := n.r.Leadership()
+	a := ackedEntry{term: res.Term, commitTerm: commitTerm}
+	c.acks[res.Index] = a
+	c.ackMax = max(c.ackMax, res.Index)
+	c.checkAckedDurable(res.Index)
+	for _, l := range c.s.Nodes {
+		if l.r == nil {
+			continue
+		}
+		if role, term, _ := l.r.Leadership(); role != raft.RoleLeader || term <= commitTerm {
+			continue
+		}
+		if t, err := l.w.Term(res.Index); err != nil || t != a.term {
+			c.violation("NoAckedLoss: leader n%d lacks entry %d/%d acknowledged now", l.ID, a.term, res.Index)
 		}
 	}
 }
@@ -228,21 +251,25 @@ func (n *Node) holdsDurable(index, term uint64) bool {
 	return p.DurableIndex >= index && err == nil && t == term
 }
 
-// readDone is the client's side of a read.
-func (c *checker) readDone(n *Node, ackedBefore uint64) func(replica.ReadResult) {
+// readDone wraps the Done of a read: it is answered at an index at or
+// above every write acknowledged before it was asked. then (nil: nothing)
+// is the service's own Done.
+func (c *checker) readDone(n *Node, ackedBefore uint64, then func(replica.ReadResult)) func(replica.ReadResult) {
 	c.pending[n.ID]++
 	ep := n.epoch
 	return func(res replica.ReadResult) {
 		if n.epoch == ep {
 			c.pending[n.ID]--
 		}
-		if res.Err != nil {
-			return
+		if res.Err == nil {
+			c.s.Counts.ReadsServed++
+			if res.Index < ackedBefore || res.Applied < res.Index {
+				c.violation("ReadIndex: read on n%d answered at index %d (applied %d), below the write acknowledged at %d before it was asked",
+					n.ID, res.Index, res.Applied, ackedBefore)
+			}
 		}
-		c.s.Counts.ReadsServed++
-		if res.Index < ackedBefore || res.Applied < res.Index {
-			c.violation("ReadIndex: read on n%d answered at index %d (applied %d), below the write acknowledged at %d before it was asked",
-				n.ID, res.Index, res.Applied, ackedBefore)
+		if then != nil {
+			then(res)
 		}
 	}
 }
@@ -289,15 +316,4 @@ func checkIdentical(c *checker, a, b *Node) {
 	if errA != nil || errB != nil || sa != sb {
 		c.violation("ByteIdentical: n%d and n%d disagree at committed index %d: chain %08x (%v) vs %08x (%v)", a.ID, b.ID, i, sa, errA, sb, errB)
 	}
-}
-
-// recorder is the state machine of a simulated node: it applies an entry
-// by recording it, and returns its data as the result.
-type recorder struct {
-	n *Node
-}
-
-func (r *recorder) Apply(e raft.Entry) []byte {
-	r.n.s.check.apply(r.n, e)
-	return e.Data
 }

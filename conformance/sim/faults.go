@@ -80,18 +80,30 @@ func (s *Sim) faultCrash() {
 // disk (inside a batch write, an fdatasync, a segment rotation, a
 // hard-state write, whatever comes).
 func (s *Sim) faultIOCrash() {
-	if n := s.randomUp(); n != nil && n.canCrash() {
-		n.disk.CrashAtOp(n.disk.Ops() + 1 + s.rng.Uint64N(24))
+	if n := s.randomUp(); n != nil {
+		n.ioCrash(1 + s.rng.Uint64N(24))
+	}
+}
+
+// ioCrash arms a power loss at the node's k-th next I/O operation.
+func (n *Node) ioCrash(k uint64) {
+	if n.r != nil && n.canCrash() {
+		n.disk.CrashAtOp(n.disk.Ops() + k)
 		n.faultsArmed = true
 	}
 }
 
 // faultPartition: isolate a node, cut one direction of a link, or heal.
 func (s *Sim) faultPartition() {
-	s.Counts.Partitions++
 	a := raft.NodeID(1 + s.rng.IntN(len(s.Nodes)))
 	b := raft.NodeID(1 + s.rng.IntN(len(s.Nodes)))
-	switch s.rng.IntN(3) {
+	s.partition(s.rng.IntN(3), a, b)
+}
+
+// partition: 0 isolates a, 1 cuts the link a→b, 2 heals the network.
+func (s *Sim) partition(kind int, a, b raft.NodeID) {
+	s.Counts.Partitions++
+	switch kind {
 	case 0:
 		s.net.isolate(a)
 	case 1:
@@ -122,12 +134,20 @@ func (n *Node) segmentFiles() []string {
 // faultSyncError: the next fdatasync of the active segment (or of the
 // hard-state file) fails with EIO.
 func (s *Sim) faultSyncError() {
-	n := s.randomUp()
-	if n == nil || !n.canCrash() {
+	if n := s.randomUp(); n != nil {
+		n.syncError(!s.chance(0.8))
+	}
+}
+
+// syncError arms an EIO at the next fdatasync of the node's active segment
+// (or of its hard-state file).
+func (n *Node) syncError(hardState bool) {
+	s := n.s
+	if n.r == nil || !n.canCrash() {
 		return
 	}
 	name := path.Join(dataDir, "hardstate")
-	if segs := n.segmentFiles(); len(segs) > 0 && s.chance(0.8) {
+	if segs := n.segmentFiles(); len(segs) > 0 && !hardState {
 		name = segs[len(segs)-1]
 	}
 	if err := n.disk.FailSync(name); err == nil {
@@ -139,8 +159,15 @@ func (s *Sim) faultSyncError() {
 // faultDiskFull: the disk fills up (segments are preallocated, so this
 // strikes at the next segment or spare creation).
 func (s *Sim) faultDiskFull() {
-	n := s.randomUp()
-	if n == nil || n.diskFull || !n.canCrash() {
+	if n := s.randomUp(); n != nil {
+		n.fillDisk()
+	}
+}
+
+// fillDisk fills the node's disk for 10-200 ms.
+func (n *Node) fillDisk() {
+	s := n.s
+	if n.r == nil || n.diskFull || !n.canCrash() {
 		return
 	}
 	n.disk.SetCapacity(1)
@@ -176,8 +203,16 @@ func (s *Sim) truncatedCount() int {
 // its last synced batch, within the TRUNCATED budget; the node is then
 // crashed soon so that recovery finds it.
 func (s *Sim) faultFlip() {
-	n := s.randomUp()
-	if n == nil || n.flipPending || s.truncatedCount()+1 > len(s.Nodes)-(len(s.Nodes)/2+1) {
+	if n := s.randomUp(); n != nil {
+		n.flip()
+	}
+}
+
+// flip flips a bit at rest in one of the node's durable records (within
+// the budget) and crashes it soon after.
+func (n *Node) flip() {
+	s := n.s
+	if n.r == nil || n.flipPending || s.truncatedCount()+1 > len(s.Nodes)-(len(s.Nodes)/2+1) {
 		return
 	}
 	if n.r.Status().HardState.TruncatedAtTerm != 0 {

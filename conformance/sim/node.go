@@ -26,14 +26,21 @@ type Node struct {
 	disk *vfs.MemFS
 	w    *wal.WAL
 	r    *replica.Replica
-	sm   *recorder
+	sm   *machine
 	// epoch counts lives: events scheduled in an earlier life are void.
 	epoch uint64
 	boots int
-	// rate is the node's clock rate (skew): a tick takes Tick/rate.
-	rate float64
-	// stepAt is set while a WAL step is scheduled.
-	stepPending bool
+	// rate is the node's clock rate (skew): a tick takes Tick/rate;
+	// clockOffsetMs is its wall clock's offset (clockMs).
+	rate          float64
+	clockOffsetMs int64
+	// lastProposeAt: the last proposal this node's service made (for the
+	// idle no-op).
+	lastProposeAt time.Duration
+	// stepPending is set while a WAL step is scheduled, wakePending while
+	// a wake-up at the WAL's next deadline is (new work does not wait for
+	// it).
+	stepPending, wakePending bool
 	// notifyAt orders progress notifications (a late one delays those
 	// after it: a notification channel is FIFO).
 	notifyAt time.Duration
@@ -65,7 +72,7 @@ type stopState struct {
 func newNode(s *Sim, id raft.NodeID) *Node {
 	seed := s.opts.Seed ^ uint64(id)<<40
 	return &Node{s: s, ID: id, disk: vfs.NewMemFS(vfs.MemConfig{Seed: seed}),
-		rate: 1 + s.opts.Skew*(2*s.rng.Float64()-1)}
+		rate: 1 + s.opts.Skew*(2*s.rng.Float64()-1), clockOffsetMs: s.rng.Int64N(2*clockOffsetMsMax+1) - clockOffsetMsMax}
 }
 
 // simClock is the virtual clock as the WAL sees it.
@@ -115,7 +122,7 @@ func (n *Node) boot() error {
 		cfg.Trace = traceSink{n.s}
 	}
 	n.w = w
-	n.sm = &recorder{n: n}
+	n.sm = newMachine(n)
 	r, err := replica.New(replica.Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n,
 		Logger: discard, TestingBugs: o.RuntimeBugs})
 	if err != nil {
@@ -213,12 +220,12 @@ func (n *Node) scheduleDisk() {
 	kind := n.w.NextStep()
 	ep := n.epoch
 	if kind == wal.StepNone {
-		if t, ok := n.w.NextDeadline(); ok {
+		if t, ok := n.w.NextDeadline(); ok && !n.wakePending {
 			d := t.Sub(simClock{n.s}.Now())
-			n.stepPending = true
+			n.wakePending = true
 			n.s.at(max(d, 0), func() {
 				if n.epoch == ep {
-					n.stepPending = false
+					n.wakePending = false
 					n.scheduleDisk()
 				}
 			})
@@ -241,7 +248,7 @@ func (n *Node) latency(kind wal.StepKind) time.Duration {
 	if kind != wal.StepSync {
 		return s.randDur(5*time.Microsecond, 50*time.Microsecond)
 	}
-	if s.opts.Faults.SlowSyncs && s.chance(s.opts.Rates.SlowSync) {
+	if s.opts.Faults.SlowSyncs && !s.healing && s.chance(s.opts.Rates.SlowSync) {
 		s.Counts.SlowSyncs++
 		return s.randDur(50*time.Millisecond, 3*10*s.opts.Tick*2)
 	}
@@ -286,7 +293,7 @@ func (n *Node) operatorRestart() {
 func (n *Node) notify(p wal.Progress) {
 	s := n.s
 	at := s.now
-	if s.opts.Faults.LateNotify && s.chance(s.opts.Rates.LateNotify) {
+	if s.opts.Faults.LateNotify && !s.healing && s.chance(s.opts.Rates.LateNotify) {
 		s.Counts.LateNotifies++
 		at += s.randDur(0, s.opts.Rates.LateNotifyMax)
 	}
@@ -313,6 +320,7 @@ func (n *Node) scheduleTick() {
 	d := time.Duration(float64(n.s.opts.Tick) / n.rate)
 	n.s.at(d, func() {
 		n.handle(replica.Event{Kind: replica.EventTick})
+		n.idleNoop()
 		n.scheduleTick()
 	})
 }
@@ -354,7 +362,7 @@ func (n *Node) crashed(why string) {
 	s.check.crashed(n)
 	n.r, n.w = nil, nil
 	n.epoch++
-	n.stepPending = false
+	n.stepPending, n.wakePending = false, false
 	n.faultsArmed = false
 	n.restartPending = false
 	n.notifyAt = 0

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/durableraft/durableraft/impl/kv"
+	"github.com/durableraft/durableraft/impl/kv/kvtest"
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
 	"github.com/durableraft/durableraft/trace"
@@ -31,19 +34,36 @@ type Options struct {
 	// Faults switches fault kinds on; Rates says how often they strike.
 	Faults Faults
 	Rates  Rates
-	// Client load: a proposal every ProposeEvery (virtual, on average),
-	// a read every ReadEvery; zero turns them off.
+	// Client load: a write every ProposeEvery (virtual, on average), a
+	// read every ReadEvery, from a random client with a free slot; zero
+	// turns them off. Driven: no random load (a caller starts operations,
+	// Sim.Start).
 	ProposeEvery, ReadEvery time.Duration
+	Driven                  bool
+	// The clients (client.go): Clients of them, the first
+	// SessionlessClients without a kv session, each with up to Pipeline
+	// operations in flight, over Keys keys; an attempt times out after
+	// AttemptTimeout, an operation after OpTimeout; StallChance is the
+	// chance that a client pauses for longer than SessionTimeout after
+	// starting an operation.
+	Clients, SessionlessClients, Pipeline, Keys int
+	AttemptTimeout, OpTimeout, SessionTimeout   time.Duration
+	StallChance                                 float64
+	// IdleNoop: a leader that proposed nothing for this long proposes a
+	// kv no-op (0: never).
+	IdleNoop time.Duration
 	// Core options.
 	PreVote, CheckQuorum           bool
 	MsgEntriesMax, InflightMsgsMax int
 	CoreBugs                       raft.Bug
 	RuntimeBugs                    replica.Bug
+	KVBugs                         kv.Bug
+	ServerBugs                     ServerBug
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
 	Trace bool
 	// Log, when set, receives a line per notable step.
-	Log func(string)
+	Log func(string) `json:"-"`
 }
 
 // Faults are the fault kinds a run may inject.
@@ -117,7 +137,10 @@ func Default(seed uint64) Options {
 	return Options{N: 3 + int(seed%3), Seed: seed, Duration: 3 * time.Second, HealMax: 20 * time.Second,
 		Tick: 10 * time.Millisecond, Skew: 0.05, Faults: AllFaults(), Rates: SwarmRates(seed),
 		ProposeEvery: 4 * time.Millisecond, ReadEvery: 20 * time.Millisecond,
-		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true}
+		Clients: 4 + int(seed/3%4), SessionlessClients: int(seed/12%4) / 3, Pipeline: 1 + int(seed/48%4), Keys: 3 + int(seed/144%4),
+		AttemptTimeout: 300 * time.Millisecond, OpTimeout: 2 * time.Second, SessionTimeout: 2 * time.Second, StallChance: 0.003,
+		IdleNoop: 200 * time.Millisecond,
+		PreVote:  seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true}
 }
 
 // Sim is one simulated cluster: replicas in stepped mode over the real WAL
@@ -140,6 +163,13 @@ type Sim struct {
 	Violations     []string
 	check          checker
 	Counts         Counts
+	// The clients, the history of their operations, and the requests of
+	// their sessions (for the at-most-once checker).
+	clients  []*client
+	history  []HistoryOp
+	requests []*kvtest.Request
+	seen     map[string]seenKey
+	runTime  time.Duration
 	// healing: the fault phase is over; no new faults or client load.
 	healing bool
 }
@@ -149,6 +179,17 @@ type Counts struct {
 	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed                                      int
 	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
 	Elections, VerdictTruncated, StaleReports, LostSteps                                                      int
+	// The clients and the service.
+	ClientWrites, ClientReads, Unknown, UnknownNoSession, UnknownExpired, UnknownDeadline, ClientRetries, ClientTimeouts, ClientDeadlines, ClientDrops, ClientDups, DupNoSession, ClientBusy int
+	Sessions, SessionExpired, KeepAlives, ClientStalls, IdleNoops, EarlyAcks, Deduplicated                                                                                                   int
+}
+
+// Add adds b's counts to c's.
+func (c *Counts) Add(b Counts) {
+	x, y := reflect.ValueOf(c).Elem(), reflect.ValueOf(b)
+	for k := 0; k < x.NumField(); k++ {
+		x.Field(k).SetInt(x.Field(k).Int() + y.Field(k).Int())
+	}
 }
 
 // New builds a cluster of fresh nodes and boots them.
@@ -159,7 +200,7 @@ func New(o Options) (*Sim, error) {
 	if o.Tick <= 0 {
 		o.Tick = 10 * time.Millisecond
 	}
-	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1)), TraceCheckable: -1}
+	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1)), TraceCheckable: -1, seen: map[string]seenKey{}}
 	s.check.init(s)
 	s.net.init(s)
 	if o.Trace {
@@ -257,8 +298,11 @@ func (s *Sim) heal() error {
 				l.proposeFinal()
 			}
 		}
-		if s.check.finalAcked && s.check.pendingOps() == 0 {
+		if s.check.finalAcked && s.check.pendingOps() == 0 && s.clientsIdle() && s.caughtUp() {
 			s.check.atEnd()
+			if len(s.Violations) == 0 {
+				s.checkKV()
+			}
 			return nil
 		}
 	}
@@ -269,8 +313,8 @@ func (s *Sim) heal() error {
 	for _, n := range s.Nodes {
 		st = append(st, n.describe())
 	}
-	s.violation("Liveness: %v after the faults healed, no leader committed a final entry with every operation answered: %s",
-		s.opts.HealMax, strings.Join(st, "; "))
+	s.violation("Liveness: %v after the faults healed, no leader committed a final entry with every operation answered and every replica caught up (final acknowledged %v, %d replica operations and %d client operations pending): %s",
+		s.opts.HealMax, s.check.finalAcked, s.check.pendingOps(), s.clientsBusy(), strings.Join(st, "; "))
 	return nil
 }
 
