@@ -270,7 +270,16 @@ func TestSimLongRun(t *testing.T) {
 	o.PreVote, o.CheckQuorum, o.MsgEntriesMax, o.InflightMsgsMax = true, true, 64, 4
 	o.Rates = sim.BaseRates
 	o.Rates.FaultEvery = time.Second // every fault kind, less often: the cluster must also get work done
-	want := 1000
+	// Enough clients to offer that load (each has Pipeline operations in
+	// flight at most), over enough keys to keep porcupine's partitions
+	// small, retrying long enough that outcomes are rarely unknown
+	// (porcupine's search grows with the unknown writes of a partition).
+	o.Clients, o.Pipeline, o.Keys = 48, 4, 64
+	o.OpTimeout, o.SessionTimeout = 10*time.Second, 10*time.Second
+	// The clients wait out every outage (an operation in flight when the
+	// leader goes is answered only after an attempt timeout), so 3 s with
+	// an election at the start and a fault or two acknowledge about 800.
+	want := 500
 	o.Duration = 3 * time.Second
 	if os.Getenv("SIM_LONG") != "" {
 		o.Duration, want = 150*time.Second, 20000

@@ -40,6 +40,20 @@ type client struct {
 	lastUse      time.Duration
 	stalledUntil time.Duration
 	ops          int
+	// unknowns are the client's writes whose outcome is unknown and whose
+	// latest possible effect is not bounded yet (history indexes).
+	unknowns []unknownWrite
+}
+
+// unknownWrite is a write of a session whose outcome is unknown: it can
+// take effect only until the store refuses it, which the client learns
+// when its session expires, or when a later request whose lowest
+// unacknowledged number is above the write's seq is executed (the store
+// then refuses the write as stale). Its Return in the history is that
+// moment, or the end of the history if it never comes.
+type unknownWrite struct {
+	session, seq uint64
+	index        int
 }
 
 // clientOp is one operation of a client, with its attempts.
@@ -53,6 +67,9 @@ type clientOp struct {
 	register     bool
 	call         time.Duration
 	attempt      int
+	// minLowest is the smallest lowest-unacknowledged number any attempt
+	// carried (0: none yet).
+	minLowest uint64
 	// maybe: an attempt may have reached a log (it got no answer in time,
 	// or the network duplicated it), as impl/client's maybe: a write that
 	// gives up is then unknown. It never goes back to false: a refusal
@@ -173,6 +190,9 @@ func (o *clientOp) command() kv.Command {
 		if o.session == o.c.session {
 			lowest = o.c.lowest()
 		}
+		if o.minLowest == 0 || lowest < o.minLowest {
+			o.minLowest = lowest
+		}
 		cmd = cmd.InSession(o.session, o.seq, lowest)
 	}
 	return cmd
@@ -240,7 +260,7 @@ func (c *client) timedOut(o *clientOp) {
 	c.target = raft.NodeID(1 + c.s.rng.IntN(len(c.s.Nodes)))
 	if c.noSession && !o.register && o.in.Kind != OpGet {
 		c.s.Counts.UnknownNoSession++
-		c.finishUnknown(o)
+		c.finishUnknown(o, -1)
 		return
 	}
 	c.s.Counts.ClientRetries++
@@ -274,7 +294,7 @@ func (c *client) writeAnswered(o *clientOp, a int, ans writeAnswer) {
 				c.retryLater(o, ans.lead)
 			} else {
 				s.Counts.UnknownNoSession++
-				c.finishUnknown(o)
+				c.finishUnknown(o, -1)
 			}
 		}
 		return
@@ -299,13 +319,10 @@ func (c *client) writeAnswered(o *clientOp, a int, ans writeAnswer) {
 		c.finish(o, Output{Code: res.Code, Rev: res.Revision}, ans.result)
 	case res.Code == kv.CodeSessionExpired:
 		s.Counts.SessionExpired++
-		if c.session == o.session {
-			c.session = 0
-			c.register()
-		}
+		c.expired(o.session)
 		if o.maybe {
 			s.Counts.UnknownExpired++
-			c.finishUnknown(o)
+			c.finishUnknown(o, s.now)
 		} else {
 			c.end(o) // no attempt can have been applied: it never happened
 		}
@@ -335,6 +352,7 @@ func (c *client) readAnswered(o *clientOp, a int, ans readAnswer) {
 		return
 	}
 	if ans.err != nil {
+		c.s.logf("c%d: read refused: %v", c.id, ans.err)
 		if a == o.attempt {
 			c.retryLater(o, ans.lead)
 		}
@@ -361,16 +379,45 @@ func (c *client) deadline(o *clientOp) {
 	c.s.Counts.ClientDeadlines++
 	if o.in.Kind != OpGet && o.maybe {
 		c.s.Counts.UnknownDeadline++
-		c.finishUnknown(o)
+		c.finishUnknown(o, -1)
 		return
 	}
 	c.end(o)
 }
 
-func (c *client) finishUnknown(o *clientOp) {
-	c.s.Counts.Unknown++
-	c.s.history = append(c.s.history, HistoryOp{Client: c.id, Lane: c.lane(o), Session: o.session, Seq: o.seq, Input: o.in,
-		Output: Output{Unknown: true}, Call: o.call, Return: -1})
+// expired: the store says session id is gone. Nothing of it executes any
+// more: its unknown writes are bounded now; the client registers anew.
+func (c *client) expired(id uint64) {
+	c.bound(func(u unknownWrite) bool { return u.session == id })
+	if c.session == id {
+		c.session = 0
+		c.register()
+	}
+}
+
+// bound ends the unknown writes done says are over at the present moment.
+func (c *client) bound(done func(unknownWrite) bool) {
+	kept := c.unknowns[:0]
+	for _, u := range c.unknowns {
+		if done(u) {
+			c.s.history[u.index].Return = c.s.now
+		} else {
+			kept = append(kept, u)
+		}
+	}
+	c.unknowns = kept
+}
+
+// finishUnknown ends a write whose outcome is unknown; ret is the latest
+// moment it can take effect (-1: not known yet).
+func (c *client) finishUnknown(o *clientOp, ret time.Duration) {
+	s := c.s
+	s.Counts.Unknown++
+	if ret < 0 && o.session != 0 {
+		c.unknowns = append(c.unknowns, unknownWrite{session: o.session, seq: o.seq, index: len(s.history)})
+	}
+	s.history = append(s.history, HistoryOp{Client: c.id, Lane: c.lane(o), Session: o.session, Seq: o.seq, Input: o.in,
+		Output: Output{Unknown: true}, Call: o.call, Return: ret})
 	c.end(o)
 }
 
@@ -383,6 +430,12 @@ func (c *client) finish(o *clientOp, out Output, answer []byte) {
 	}
 	s.history = append(s.history, HistoryOp{Client: c.id, Lane: c.lane(o), Session: o.session, Seq: o.seq, Input: o.in,
 		Output: out, Call: o.call, Return: s.now, answer: answer})
+	if o.session != 0 && out.Code.Executed() {
+		// Executed, so committed: every attempt of it carried a lowest
+		// unacknowledged number of at least minLowest, and the store now
+		// refuses the session's requests below it.
+		c.bound(func(u unknownWrite) bool { return u.session == o.session && u.seq < o.minLowest })
+	}
 	s.logf("c%d: %v seq=%d -> %v after %v (%d attempts)", c.id, o.in, o.seq, out, s.now-o.call, o.attempt)
 	s.learn(o.in, out)
 	c.end(o)
@@ -422,9 +475,8 @@ func (c *client) keepAliveLoop() {
 				if ans.err != nil {
 					return
 				}
-				if res, err := kv.DecodeResult(ans.result); err == nil && res.Code == kv.CodeSessionExpired && c.session == id {
-					c.session = 0
-					c.register()
+				if res, err := kv.DecodeResult(ans.result); err == nil && res.Code == kv.CodeSessionExpired {
+					c.expired(id)
 				}
 			})
 		})

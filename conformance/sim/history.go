@@ -15,9 +15,10 @@ import (
 
 // HistoryOp is one client operation of a run's history: what the client
 // asked, what it got, when (virtual nanoseconds). An unknown write (no
-// answer, and an attempt may have reached a log) has Return -1 in the run
-// and "after every other operation" for porcupine: it may take effect at
-// any time after its call, or never.
+// answer, and an attempt may have reached a log) may take effect at any
+// time after its call, or never: its Return is the latest moment it can
+// take effect as the client knows it (unknownWrite), or -1 when there is
+// none (porcupine then sees it return after every other operation).
 type HistoryOp struct {
 	Client  int           `json:"client"`
 	Lane    int           `json:"lane"` // the client's slot: one row of the visualization
@@ -120,13 +121,13 @@ func (o Output) String() string {
 // operation, given what it returned (none: it could not have returned
 // that).
 func kvStep(st kvState, in Input, out Output) []interface{} {
+	if out.Unknown {
+		return unknownStep(st, in)
+	}
 	one := func(s kvState) []interface{} { return []interface{}{s} }
 	written := kvState{present: true, value: in.Value, rev: out.Rev}
-	if out.Unknown {
-		written.rev = 0
-	}
 	// A successful write gets a revision above the key's (log order).
-	revUp := out.Unknown || !st.present || st.rev == 0 || out.Rev > st.rev
+	revUp := !st.present || st.rev == 0 || out.Rev > st.rev
 	switch in.Kind {
 	case OpGet:
 		switch {
@@ -137,13 +138,13 @@ func kvStep(st kvState, in Input, out Output) []interface{} {
 		}
 		return nil
 	case OpPut:
-		if out.Unknown || (out.Code == kv.CodeOK && revUp) {
+		if out.Code == kv.CodeOK && revUp {
 			return one(written)
 		}
 		return nil
 	case OpDelete:
 		switch {
-		case out.Unknown, out.Code == kv.CodeOK && st.present:
+		case out.Code == kv.CodeOK && st.present:
 			return one(kvState{})
 		case out.Code == kv.CodeNotFound && !st.present:
 			return one(st)
@@ -152,12 +153,6 @@ func kvStep(st kvState, in Input, out Output) []interface{} {
 	}
 	match, ambiguous := casMatch(st, in)
 	switch {
-	case out.Unknown && ambiguous:
-		return []interface{}{written, st}
-	case out.Unknown && match:
-		return one(written)
-	case out.Unknown:
-		return one(st)
 	case out.Code == kv.CodeOK && (match || ambiguous) && revUp:
 		return one(written)
 	case out.Code == kv.CodeMismatch && !match:
@@ -170,6 +165,25 @@ func kvStep(st kvState, in Input, out Output) []interface{} {
 		}
 	}
 	return nil
+}
+
+// unknownStep: a write whose outcome is unknown took effect (as it would
+// on this state, its revision not known) or did not.
+func unknownStep(st kvState, in Input) []interface{} {
+	written := kvState{present: true, value: in.Value}
+	switch in.Kind {
+	case OpPut:
+		return []interface{}{written, st}
+	case OpDelete:
+		if !st.present {
+			return []interface{}{st}
+		}
+		return []interface{}{kvState{}, st}
+	}
+	if match, ambiguous := casMatch(st, in); match || ambiguous {
+		return []interface{}{written, st}
+	}
+	return []interface{}{st}
 }
 
 // casMatch says whether a compare-and-swap matches the state, or whether
