@@ -60,6 +60,9 @@ func (s *Sim) node(id int) *Node { return s.Nodes[(id-1+len(s.Nodes))%len(s.Node
 func (s *Sim) Crash(id int, atOp int) {
 	n := s.node(id)
 	if atOp <= 0 {
+		if n.r != nil {
+			s.Counts.PowerLosses++
+		}
 		n.crash("power loss (driven)")
 		return
 	}

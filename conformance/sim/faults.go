@@ -72,6 +72,7 @@ func (s *Sim) randomUp() *Node {
 // faultCrash: a power loss now.
 func (s *Sim) faultCrash() {
 	if n := s.randomUp(); n != nil {
+		s.Counts.PowerLosses++
 		n.crash("power loss")
 	}
 }

@@ -27,6 +27,7 @@ func (nw *network) send(m replica.Message) {
 	s := nw.s
 	f := s.opts.Faults
 	if f.Drops && !s.healing && s.chance(s.opts.Rates.Drop) {
+		s.Counts.DropsInjected++
 		nw.drop(&m, &m)
 		return
 	}
@@ -38,6 +39,7 @@ func (nw *network) send(m replica.Message) {
 	}
 	d := s.randDur(50*time.Microsecond, time.Millisecond)
 	if f.Delays && !s.healing && s.chance(s.opts.Rates.Delay) {
+		s.Counts.Delayed++
 		d = s.randDur(time.Millisecond, 50*time.Millisecond)
 	}
 	if f.Dups && !s.healing && s.chance(s.opts.Rates.Dup) {

@@ -71,8 +71,15 @@ type stopState struct {
 
 func newNode(s *Sim, id raft.NodeID) *Node {
 	seed := s.opts.Seed ^ uint64(id)<<40
-	return &Node{s: s, ID: id, disk: vfs.NewMemFS(vfs.MemConfig{Seed: seed}),
+	if s.opts.Skew > 0 {
+		s.Counts.SkewedClocks++
+	}
+	n := &Node{s: s, ID: id, disk: vfs.NewMemFS(vfs.MemConfig{Seed: seed}),
 		rate: 1 + s.opts.Skew*(2*s.rng.Float64()-1), clockOffsetMs: s.rng.Int64N(2*clockOffsetMsMax+1) - clockOffsetMsMax}
+	if s.opts.Skew <= 0 {
+		n.clockOffsetMs = 0 // no skew: every clock reads the same
+	}
+	return n
 }
 
 // simClock is the virtual clock as the WAL sees it.

@@ -179,6 +179,7 @@ type Counts struct {
 	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed                                      int
 	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
 	Elections, VerdictTruncated, StaleReports, LostSteps                                                      int
+	DropsInjected, Delayed, PowerLosses, SkewedClocks                                                         int
 	// The clients and the service.
 	ClientWrites, ClientReads, Unknown, UnknownNoSession, UnknownExpired, UnknownDeadline, ClientRetries, ClientTimeouts, ClientDeadlines, ClientDrops, ClientDups, DupNoSession, ClientBusy int
 	Sessions, SessionExpired, KeepAlives, ClientStalls, IdleNoops, EarlyAcks, Deduplicated                                                                                                   int
