@@ -198,7 +198,7 @@ func rapidSteps(s *sim.Sim, schedule *[]string, check func()) map[string]func(*r
 			log("crash n%d at I/O op %d", id, at)
 		},
 		"partition": func(rt *rapid.T) {
-			kind, a, b := rapid.IntRange(0, 2).Draw(rt, "partition"), node(rt, "a"), node(rt, "b")
+			kind, a, b := rapid.IntRange(0, 3).Draw(rt, "partition"), node(rt, "a"), node(rt, "b")
 			s.Partition(kind, a, b)
 			log("partition %d n%d n%d", kind, a, b)
 		},

@@ -10,7 +10,7 @@
 //	                                     replay one seed, write its trace and history
 //	raftsim -seeds 500 -faults crashes,partitions -drop 0.1 -nodes 5
 //	raftsim -seeds 300 -bugs ack-before-commit
-//	                                     a catalogued bug (docs/conformance.md)
+//	                                     a catalogued bug (docs/raftsim.md)
 //
 // Progress goes to stderr. Stdout has a line per fault kind
 // ("fault KIND N") and per coverage mark ("mark NAME N"), then, last, the

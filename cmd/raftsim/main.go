@@ -52,7 +52,7 @@ type config struct {
 // rateFlags are the fault rates; a negative one is drawn per seed (swarm).
 type rateFlags struct {
 	drop, delay, dup, wireFlip, slowSync, lateNotify float64
-	lateNotifyMax, faultEvery                        time.Duration
+	delayMax, lateNotifyMax, faultEvery              time.Duration
 }
 
 // faultNames maps -faults names to the kinds.
@@ -103,7 +103,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "seeds run at once")
 	faults := fs.String("faults", "all", "fault kinds on: all, none, or a list of "+faultList())
 	fs.Float64Var(&c.rates.drop, "drop", -1, "chance a message is dropped (negative: drawn per seed)")
-	fs.Float64Var(&c.rates.delay, "delay", -1, "chance a message is delayed 1-50 ms (negative: per seed)")
+	fs.Float64Var(&c.rates.delay, "delay", -1, "chance a message is delayed 1 ms to -delay-max (negative: per seed)")
+	fs.DurationVar(&c.rates.delayMax, "delay-max", 50*time.Millisecond, "longest delay of a delayed message")
 	fs.Float64Var(&c.rates.dup, "dup", -1, "chance a message is duplicated (negative: per seed)")
 	fs.Float64Var(&c.rates.wireFlip, "wire-flip", -1, "chance a shipped entry flips a bit on the wire (negative: per seed)")
 	fs.Float64Var(&c.rates.slowSync, "slow-sync", -1, "chance an fdatasync takes 50-600 ms (negative: per seed)")
@@ -176,6 +177,7 @@ func (c *config) options(seed uint64) sim.Options {
 	set(&o.Rates.WireFlip, r.wireFlip)
 	set(&o.Rates.SlowSync, r.slowSync)
 	set(&o.Rates.LateNotify, r.lateNotify)
+	o.Rates.DelayMax = r.delayMax
 	if r.lateNotifyMax >= 0 {
 		o.Rates.LateNotifyMax = r.lateNotifyMax
 	}

@@ -69,10 +69,11 @@ func (s *Sim) Crash(id int, atOp int) {
 	n.ioCrash(uint64(atOp))
 }
 
-// Partition isolates node a (kind 0), cuts the link a→b (kind 1), or
-// heals the network (kind 2).
+// Partition isolates node a (kind 0), cuts the link a→b (kind 1), heals
+// the network (kind 2), or stalls the link a→b (kind 3: it holds its
+// messages until the network heals).
 func (s *Sim) Partition(kind, a, b int) {
-	s.partition(kind%3, s.node(a).ID, s.node(b).ID)
+	s.partition(kind%4, s.node(a).ID, s.node(b).ID)
 }
 
 // Flip flips a bit at rest in a durable record of node id, if the

@@ -13,7 +13,7 @@ import (
 
 // The fault schedule: every few milliseconds of virtual time one fault of
 // an enabled kind strikes a random node. Each kind stays inside the budget
-// the protocol promises to survive (docs/conformance.md):
+// the protocol promises to survive (docs/raftsim.md):
 //   - crashes, sync errors, a full disk: any node, any number (the cluster
 //     is unavailable while a quorum is down, and must recover at heal);
 //   - bit flips at rest: in durable records other than the last synced
@@ -98,13 +98,18 @@ func (n *Node) ioCrash(k uint64) {
 func (s *Sim) faultPartition() {
 	a := raft.NodeID(1 + s.rng.IntN(len(s.Nodes)))
 	b := raft.NodeID(1 + s.rng.IntN(len(s.Nodes)))
-	s.partition(s.rng.IntN(3), a, b)
+	s.partition(s.rng.IntN(4), a, b)
 }
 
-// partition: 0 isolates a, 1 cuts the link a→b, 2 heals the network.
+// partition: 0 isolates a, 1 cuts the link a→b, 2 heals the network, 3
+// stalls the link a→b (it holds its messages until the network heals).
 func (s *Sim) partition(kind int, a, b raft.NodeID) {
 	s.Counts.Partitions++
 	switch kind {
+	case 3:
+		if a != b {
+			s.net.stall(a, b)
+		}
 	case 0:
 		s.net.isolate(a)
 	case 1:

@@ -15,11 +15,22 @@ import (
 type network struct {
 	s       *Sim
 	blocked map[[2]raft.NodeID]bool // [from, to]: the link drops everything
+	// stalled links hold what they carry, in order, until the network
+	// heals (a transport's queue towards a peer it cannot reach): held
+	// messages then arrive, stale, perhaps to a receiver that restarted.
+	stalled map[[2]raft.NodeID]bool
+	held    []heldMessage
+}
+
+type heldMessage struct {
+	m    replica.Message
+	orig *replica.Message
 }
 
 func (nw *network) init(s *Sim) {
 	nw.s = s
 	nw.blocked = map[[2]raft.NodeID]bool{}
+	nw.stalled = map[[2]raft.NodeID]bool{}
 }
 
 // send puts a message on the wire.
@@ -40,7 +51,7 @@ func (nw *network) send(m replica.Message) {
 	d := s.randDur(50*time.Microsecond, time.Millisecond)
 	if f.Delays && !s.healing && s.chance(s.opts.Rates.Delay) {
 		s.Counts.Delayed++
-		d = s.randDur(time.Millisecond, 50*time.Millisecond)
+		d = s.randDur(time.Millisecond, s.opts.Rates.delayMax())
 	}
 	if f.Dups && !s.healing && s.chance(s.opts.Rates.Dup) {
 		s.Counts.Duplicated++
@@ -75,6 +86,10 @@ func dataSum(m *replica.Message) uint64 {
 // link cut). orig is the message as sent.
 func (nw *network) deliver(m replica.Message, orig *replica.Message) {
 	dst := nw.s.Node(m.To)
+	if nw.stalled[[2]raft.NodeID{m.From, m.To}] {
+		nw.held = append(nw.held, heldMessage{m: m, orig: orig})
+		return
+	}
 	if dst.r == nil || nw.blocked[[2]raft.NodeID{m.From, m.To}] {
 		nw.drop(&m, orig)
 		return
@@ -113,7 +128,20 @@ func (nw *network) isolate(id raft.NodeID) {
 // cut blocks one direction of one link.
 func (nw *network) cut(from, to raft.NodeID) { nw.blocked[[2]raft.NodeID{from, to}] = true }
 
-func (nw *network) heal() { clear(nw.blocked) }
+// stall holds what the link from→to carries until the network heals.
+func (nw *network) stall(from, to raft.NodeID) { nw.stalled[[2]raft.NodeID{from, to}] = true }
+
+// heal ends every partition; held messages arrive over the next
+// milliseconds, in the order they were sent.
+func (nw *network) heal() {
+	clear(nw.blocked)
+	clear(nw.stalled)
+	held := nw.held
+	nw.held = nil
+	for k, h := range held {
+		nw.s.at(time.Duration(k+1)*20*time.Microsecond, func() { nw.deliver(h.m, h.orig) })
+	}
+}
 
 // flipInTransit flips one bit of one entry's payload, in the entry and in
 // its record alike (the damage a transport checksum missed: memory after

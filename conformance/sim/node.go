@@ -446,5 +446,8 @@ func (n *Node) describe() string {
 	if st.Holding {
 		s += " holding"
 	}
+	if st.Pending > 0 || st.Queued > 0 || n.s.check.pending[n.ID] > 0 {
+		s += fmt.Sprintf(" pending=%d queued=%d waiting=%d", st.Pending, st.Queued, n.s.check.pending[n.ID])
+	}
 	return s
 }

@@ -22,7 +22,7 @@ import (
 
 // ServerBug is a set of test-only switches of the service layer, each
 // re-introducing a failure its rule prevents (the bug catalogue,
-// docs/conformance.md).
+// docs/raftsim.md).
 type ServerBug uint8
 
 const (

@@ -91,9 +91,10 @@ type Faults struct {
 
 // Rates are the probabilities and intervals of the faults.
 type Rates struct {
-	// Per message: dropped, delayed long (1-50 ms), duplicated, flipped on
-	// the wire.
+	// Per message: dropped, delayed long (1 ms to DelayMax, default 50 ms),
+	// duplicated, flipped on the wire.
 	Drop, Delay, Dup, WireFlip float64
+	DelayMax                   time.Duration
 	// Per fdatasync: slow (50 ms to three election timeouts).
 	SlowSync float64
 	// Per WAL progress report: late, by up to LateNotifyMax.
@@ -102,6 +103,13 @@ type Rates struct {
 	// FaultEvery is the mean interval between crashes, disk faults and
 	// partitions.
 	FaultEvery time.Duration
+}
+
+func (r Rates) delayMax() time.Duration {
+	if r.DelayMax > time.Millisecond {
+		return r.DelayMax
+	}
+	return 50 * time.Millisecond
 }
 
 // BaseRates are the rates the swarm scales.

@@ -1,0 +1,71 @@
+package sim
+
+import (
+	"github.com/durableraft/durableraft/impl/kv"
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
+)
+
+// CatalogueEntry is one row of the bug catalogue: a protocol bug known
+// from the seeds or found by this suite, as test-only switches, and what
+// the simulator must do with it.
+type CatalogueEntry struct {
+	// Name names the row (the switches, "+" between a combination's).
+	Name string
+	Bugs Bugs
+	// Layer is where the bug lives: core, runtime, kv, service.
+	Layer string
+	// SeedsMax bounds the seeds (Default(1), Default(2), …) within which a
+	// run must catch the bug; 0: the simulator is not expected to catch it
+	// (Why says what does).
+	SeedsMax uint64
+	// By lists the checks that may catch it: prefixes of the violation
+	// (an invariant's name, "Linearizability", "Trace", "AtMostOnce", …).
+	By []string
+	// Why: alone, or the combination docs/durable-raft.md (or
+	// docs/runtime.md) names for a defence in depth.
+	Why string
+	// Pending: the feature is not built yet (the row is kept, marked).
+	Pending string
+}
+
+// Catalogue is the bug catalogue (docs/raftsim.md has it as a table,
+// with the seeds each row took).
+var Catalogue = []CatalogueEntry{
+	{Name: "self-counts-appended", Layer: "core", Bugs: Bugs{Core: raft.BugSelfCountsAppended}, SeedsMax: 100,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability", "RecoveryKeepsDurable"}, Why: "alone (the seed's bug-661: the leader counts itself at its last index)"},
+	{Name: "follower-acks-appended", Layer: "core", Bugs: Bugs{Core: raft.BugFollowerAcksAppended}, SeedsMax: 100,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability"}, Why: "alone"},
+	{Name: "release-at-leader-commit", Layer: "core", Bugs: Bugs{Core: raft.BugReleaseAtLeaderCommit}, SeedsMax: 300,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability", "StateMachineSafety", "ByteIdentical", "Trace"}, Why: "alone (needs a corruption: bit flips at rest)"},
+	{Name: "truncated-member-votes", Layer: "core", Bugs: Bugs{Core: raft.BugTruncatedMemberVotes}, SeedsMax: 300,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability", "StateMachineSafety", "ByteIdentical", "ElectionSafety", "Trace"}, Why: "alone (needs a corruption)"},
+	{Name: "candidate-advertises-learned+no-promotion-fence", Layer: "core", Bugs: Bugs{Core: raft.BugCandidateAdvertisesLearned | raft.BugNoPromotionFence}, SeedsMax: 300,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability", "StateMachineSafety", "ByteIdentical", "Trace"}, Why: "defence in depth: each alone is stopped by the other (docs/durable-raft.md)"},
+	{Name: "truncated-member-votes+no-promotion-fence", Layer: "core", Bugs: Bugs{Core: raft.BugTruncatedMemberVotes | raft.BugNoPromotionFence}, SeedsMax: 300,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability", "StateMachineSafety", "ByteIdentical", "ElectionSafety", "Trace"}, Why: "no-promotion-fence's other combination (docs/durable-raft.md)"},
+	{Name: "self-counts-appended+no-voter-learned-floor", Layer: "core", Bugs: Bugs{Core: raft.BugSelfCountsAppended | raft.BugNoVoterLearnedFloor}, SeedsMax: 100,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability", "RecoveryKeepsDurable"}, Why: "no-voter-learned-floor is defence in depth behind self-counts-appended (docs/durable-raft.md: the lost write)"},
+	{Name: "self-counts-appended+volatile-learned-commit", Layer: "core", Bugs: Bugs{Core: raft.BugSelfCountsAppended | raft.BugVolatileLearnedCommit}, SeedsMax: 100,
+		By: []string{"AckedDurable", "NoAckedLoss", "AckedPresent", "Linearizability", "RecoveryKeepsDurable"}, Why: "volatile-learned-commit is defence in depth behind self-counts-appended (docs/durable-raft.md)"},
+	{Name: "candidate-advertises-appended", Layer: "core", Bugs: Bugs{Core: raft.BugCandidateAdvertisesAppended},
+		Why: "defence in depth with no combination known: the explorer finds none (docs/durable-raft.md); the simulator is not required to catch it"},
+	{Name: "truncation-not-synced+advance-last-term", Layer: "runtime", Bugs: Bugs{Core: raft.BugTruncationNotSynced, Runtime: replica.BugAdvanceLastTerm},
+		Why: "defence in depth twice over (docs/runtime.md): the explorer finds no violation with truncation-not-synced alone; with both, a progress report from before a truncation reaches the core only in impl/replica's TestStaleProgressAfterTruncation, which shows what it breaks"},
+	{Name: "send-before-persist", Layer: "runtime", Bugs: Bugs{Runtime: replica.BugSendBeforePersist}, SeedsMax: 50,
+		By: []string{"PersistBeforeSend"}, Why: "alone"},
+	{Name: "no-chain-check", Layer: "runtime", Bugs: Bugs{Runtime: replica.BugNoChainCheck}, SeedsMax: 100,
+		By: []string{"StateMachineSafety", "ByteIdentical", "ResultAgreement", "Trace", "AckedPresent", "AtMostOnce", "Linearizability"}, Why: "alone (an entry accepted without verifying its chain: wire flips)"},
+	{Name: "session-dedup-off", Layer: "kv", Bugs: Bugs{KV: kv.BugNoDedup}, SeedsMax: 100,
+		By: []string{"AtMostOnce", "Linearizability", "AckedPresent"}, Why: "alone (retries under the same request id)"},
+	{Name: "stale-request-reexecutes", Layer: "kv", Bugs: Bugs{KV: kv.BugStaleReexecutes}, SeedsMax: 100,
+		By: []string{"AtMostOnce", "Linearizability", "AckedPresent"}, Why: "alone (a delayed duplicate after the client moved on)"},
+	{Name: "expired-session-reexecutes", Layer: "kv", Bugs: Bugs{KV: kv.BugExpiredReexecutes}, SeedsMax: 200,
+		By: []string{"AtMostOnce", "Linearizability", "AckedPresent"}, Why: "alone (a retry after its session expired)"},
+	{Name: "ack-before-commit", Layer: "service", Bugs: Bugs{Server: BugAckBeforeCommit}, SeedsMax: 50,
+		By: []string{"AckedPresent", "AtMostOnce", "Linearizability"}, Why: "alone (a put answered once in the leader's log)"},
+	{Name: "read-without-readindex", Layer: "service", Bugs: Bugs{Server: BugReadWithoutReadIndex}, SeedsMax: 200,
+		By: []string{"Linearizability"}, Why: "alone (a deposed or new leader serves what it has applied)"},
+	{Name: "snapshot-unverified", Layer: "runtime",
+		Why: "a snapshot installed without verification", Pending: "snapshots (issue 11) are being built; the row gets its switch when they land"},
+}
