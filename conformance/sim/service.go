@@ -71,7 +71,7 @@ type machine struct {
 }
 
 func newMachine(n *Node) *machine {
-	return &machine{n: n, st: kv.NewStore(kv.Options{TestingBugs: n.s.opts.KVBugs})}
+	return &machine{n: n, st: kv.NewStore(kv.Options{TestingBugs: n.s.opts.KVBugs, OnMark: hitKVMark})}
 }
 
 // Apply implements replica.StateMachine.

@@ -147,6 +147,7 @@ func (st *Store) request(index uint64, c Command) Result {
 	}
 	row := classify(c, sess)
 	st.rows[row]++
+	st.mark(sessionMarks[row])
 	action := sessionTable[row].action
 	if st.bugs&sessionTable[row].bug != 0 {
 		action = actExecute
@@ -248,6 +249,7 @@ func (st *Store) expire() {
 	for len(st.expiry) > 0 && st.expiry[0].deadline() < st.clockMs {
 		st.removeSession(st.expiry[0])
 		st.stats.SessionsExpired++
+		st.mark(MarkSessionExpired)
 	}
 }
 

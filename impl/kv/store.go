@@ -12,6 +12,9 @@ type Options struct {
 	// TestingBugs re-introduces the failures the session rules prevent, one
 	// switch per rule (bugs.go). Tests and the simulator only.
 	TestingBugs Bug
+	// OnMark receives every coverage mark the store passes (marks.go); nil
+	// (the default) reports none, at no cost.
+	OnMark func(Mark)
 }
 
 // item is one key's value and revision.
@@ -45,6 +48,7 @@ type Store struct {
 
 	hasher *hasher
 	bugs   Bug
+	onMark func(Mark)
 	rows   [rowEnd]uint64
 	stats  Stats
 }
@@ -69,7 +73,7 @@ type Stats struct {
 
 // NewStore returns an empty store at applied index 0.
 func NewStore(opts Options) *Store {
-	st := &Store{hasher: newHasher(), bugs: opts.TestingBugs}
+	st := &Store{hasher: newHasher(), bugs: opts.TestingBugs, onMark: opts.OnMark}
 	st.reset()
 	return st
 }

@@ -13,4 +13,11 @@
 // atomic load when counting is off (production: it is off unless a test
 // or the simulator turns it on) and one atomic add when it is on; it never
 // allocates and never blocks.
+//
+// The pure packages (the protocol core impl/raft, the store impl/kv) import
+// nothing with state of its own, this package included: they declare their
+// marks as a small enum (raft.Mark, kv.Mark) and report each to a hook in
+// their configuration (raft.Config.OnMark, kv.Options.OnMark). The replica
+// runtime declares the core's marks here and installs the hook; the
+// simulator does the same for the store's.
 package marks

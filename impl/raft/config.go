@@ -71,6 +71,10 @@ type Config struct {
 	// s<id>. Every node of a cluster, and TraceConfig, must be given the
 	// same map. Read only with Trace set.
 	TraceNames map[NodeID]string
+	// OnMark receives every coverage mark the node passes (marks.go); nil
+	// (the default) reports none, at no cost. The replica runtime counts
+	// them with impl/marks.
+	OnMark func(Mark)
 
 	// TestingBugs re-introduces the failures the durable rules prevent, one
 	// switch per spec -bug of the same name. Tests only.

@@ -99,9 +99,15 @@ func (n *Node) voteGrant(m *Message) bool {
 	logOk := m.LastLogTerm > term || (m.LastLogTerm == term && m.LastLogIndex >= index)
 	grant := m.Term == n.hs.Term && logOk && (n.hs.Vote == None || n.hs.Vote == m.From)
 	if !n.has(BugNoVoterLearnedFloor) && m.LastLogIndex < n.hs.LearnedCommit {
+		if grant {
+			n.mark(MarkVoteRefusedFloor)
+		}
 		grant = false
 	}
 	if !n.has(BugTruncatedMemberVotes) && n.hs.TruncatedAtTerm != 0 {
+		if grant {
+			n.mark(MarkVoteRefusedTruncated)
+		}
 		grant = false
 	}
 	return grant
@@ -117,6 +123,7 @@ func (n *Node) inLease() bool {
 // handleVote handles a MsgVote (from itself too).
 func (n *Node) handleVote(m Message) {
 	if m.Term > n.hs.Term && !m.Transfer && m.From != n.id && n.inLease() {
+		n.mark(MarkVoteIgnoredInLease)
 		n.traceDrop(&m)
 		return
 	}

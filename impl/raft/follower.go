@@ -36,6 +36,7 @@ func (n *Node) handleApp(m Message) {
 			return
 		}
 		n.log.truncate(from)
+		n.mark(MarkConflictTruncated)
 		if n.tr != nil {
 			n.tr.truncateLog(from)
 			n.tr.event("HandleAppendEntriesBatch", m.From, &m, "conflict")
@@ -58,6 +59,7 @@ func (n *Node) handleApp(m Message) {
 		n.pendingAcks = n.pendingAcks[1:]
 	}
 	n.pendingAcks = append(n.pendingAcks, m)
+	n.mark(MarkAckAwaitsDurable)
 }
 
 // scanEntries compares m's entries with the log: present is how many of
@@ -85,6 +87,7 @@ func (n *Node) rejectApp(m *Message, hint bool) {
 	}
 	resp := Message{Type: MsgAppResp, To: m.From, Term: n.hs.Term, Round: m.Round, Seq: m.Seq}
 	if hint {
+		n.mark(MarkAppendRejected)
 		h := min(m.PrevLogIndex, n.log.last)
 		h = n.log.findConflictByTerm(h, m.PrevLogTerm)
 		resp.HintIndex = h
@@ -103,6 +106,7 @@ func (n *Node) ackApp(m *Message) {
 	n.hs.LearnedCommit = max(n.hs.LearnedCommit, m.LeaderCommit)
 	if n.hs.TruncatedAtTerm != 0 && n.fenceReleases(m, match) {
 		n.hs.TruncatedAtTerm = 0
+		n.mark(MarkFenceReleased)
 	}
 	if n.tr != nil {
 		n.tr.event("HandleAppendEntriesBatch", m.From, m, "already-done")

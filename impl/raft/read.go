@@ -103,6 +103,7 @@ func (n *Node) releaseReads() {
 		n.readStates = append(n.readStates, ReadState{Index: r.index, Context: r.ctx})
 	}
 	if k > 0 {
+		n.mark(MarkReadConfirmed)
 		n.pendingReads = append(n.pendingReads[:0], n.pendingReads[k:]...)
 	}
 }

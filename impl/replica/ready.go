@@ -178,6 +178,7 @@ func (r *Replica) apply(e raft.Entry) {
 			p.done(Result{Index: e.Index, Term: e.Term, Value: val})
 		} else {
 			r.stats.ProposalsLost.Add(1)
+			markProposalLost.Hit()
 			p.done(Result{Index: p.index, Term: p.term, Err: ErrLost})
 		}
 	}
@@ -193,6 +194,7 @@ func (r *Replica) loseProposalsFrom(from uint64) {
 	}
 	for _, p := range r.proposals[k:] {
 		r.stats.ProposalsLost.Add(1)
+		markProposalLost.Hit()
 		p.done(Result{Index: p.index, Term: p.term, Err: ErrLost})
 	}
 	r.proposals = r.proposals[:k]
@@ -267,6 +269,9 @@ func (r *Replica) noteRole(role raft.Role, lead raft.NodeID) {
 		r.stats.LeaderElections.Add(1)
 	}
 	if wasLeader && role != raft.RoleLeader {
+		if r.readRound != 0 {
+			markReadsLeaderLost.Hit()
+		}
 		r.failReads(ErrLeaderChanged)
 	}
 }

@@ -146,6 +146,9 @@ func New(cfg Config) (*Replica, error) {
 	w, rec := cfg.WAL, cfg.Recovery
 	rc := cfg.Raft
 	rc.Storage = walStorage{w}
+	if rc.OnMark == nil {
+		rc.OnMark = hitCoreMark
+	}
 	hs := hardStateFromWAL(rec.HardState)
 	// A lost hard state (WAL rows H2, H6, H7, and H8 on every later boot
 	// until an operator clears the mark): the member may have voted in a
@@ -293,6 +296,7 @@ func (r *Replica) advance() {
 func (r *Replica) reportFailure() {
 	r.failReported = true
 	r.stats.WALFailures.Add(1)
+	markWALFailed.Hit()
 	r.log.Error("replica: WAL FAILED: acknowledging nothing, granting no vote, until restarted", "err", r.failErr,
 		"durable_index", r.progress.DurableIndex)
 	r.node.Advance(raft.AdvanceInfo{Failed: true, Reason: r.failErr.Error()})
@@ -377,6 +381,7 @@ func (r *Replica) refuse(m *Message, err error) {
 	switch {
 	case errors.Is(err, ErrRecord):
 		r.stats.RecordsRefused.Add(1)
+		markRecordRefused.Hit()
 		r.alert.log(r.log, "record", "replica: shipped record refused", "from", uint64(m.From), "err", err)
 	case errors.Is(err, wal.ErrCorrupt):
 		r.stats.LocalCorruptions.Add(1)

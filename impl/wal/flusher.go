@@ -204,6 +204,7 @@ func (w *WAL) fail(err error) {
 		return
 	}
 	w.failErr = fmt.Errorf("%w: %w", ErrFailed, err)
+	markFailed.Hit()
 	w.pending = nil
 	w.inflight = false
 	w.log.Error("wal: FAILED: a write, an fdatasync or a read of durable data failed; nothing past durable_index will ever be reported durable by this WAL; reopen it to recover from what is on disk",

@@ -313,6 +313,8 @@ func (w *WAL) writeOp(j *job, o *op) (bool, error) {
 		flags := uint16(0)
 		if o.kind == opReset {
 			flags = flagBase
+		} else {
+			markSuffixTruncated.Hit()
 		}
 		return true, w.startSegment(o.tip, flags)
 	case opHardState:

@@ -400,6 +400,7 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 		// Everything kept is vouched for by what lies behind the break; fdatasync anyway,
 		// then supersede the break with a cut segment.
 		last.dirty = true
+		markTruncatedCut.Hit()
 		return w.startSegment(rl.tip, 0)
 	}
 	// Rewrite the last batch before fdatasync: after an fdatasync EIO in an earlier life
@@ -422,6 +423,9 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 	last.unvouched = true
 	if err := w.seal(); err != nil {
 		return err
+	}
+	if rl.rec.Verdict == TornTail {
+		markTornTailRepaired.Hit()
 	}
 	return w.syncSegment(w.active)
 }
