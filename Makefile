@@ -73,7 +73,7 @@ bugs:
 	./scripts/bugs.sh
 
 ## sim-long: raftsim, 10,000 seeds with every fault on and every check
-## (docs/raftsim.md; about NN minutes on 2 cores).
+## (docs/raftsim.md; 12 minutes of CPU: about 6 on two idle cores).
 sim-long: build
 	$(BIN)/raftsim -seeds 10000 -workers 2
 
