@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/wal"
@@ -60,6 +61,9 @@ type Event struct {
 type Proposal struct {
 	Data []byte
 	Done func(Result)
+	// At is when the client's request arrived, for the append stage's
+	// latency (Config.ObserveStage); zero: when it reached the replica.
+	At time.Time
 }
 
 // Result is the outcome of a Proposal. Err is nil when the entry was

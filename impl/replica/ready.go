@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/wal"
@@ -120,6 +121,7 @@ func (r *Replica) appendEntries(ents []raft.Entry) {
 			p.term = ents[i-ents[0].Index].Term
 		}
 	}
+	r.timeAppended(ents[0].Index, ents[len(ents)-1].Index)
 }
 
 // wrap turns core messages into replica messages (no records: only an
@@ -168,13 +170,26 @@ func (r *Replica) apply(e raft.Entry) {
 	if e.Index != r.applied+1 {
 		panic("replica: committed entries out of order")
 	}
+	var start time.Time
+	if r.timing() {
+		start = r.cfg.Now()
+	}
 	val := r.sm.Apply(e)
+	if r.timing() {
+		r.cfg.ObserveStage(StageApply, r.cfg.Now().Sub(start))
+	}
 	r.applied = e.Index
 	r.stats.Applied.Store(e.Index)
 	for len(r.proposals) > 0 && r.proposals[0].index <= e.Index {
 		p := r.proposals[0]
 		r.proposals = r.proposals[1:]
+		if r.durableTimed > 0 {
+			r.durableTimed--
+		}
 		if p.index == e.Index && p.term == e.Term {
+			if r.timing() {
+				r.timeCommitted(&p, start)
+			}
 			p.done(Result{Index: e.Index, Term: e.Term, Value: val})
 		} else {
 			r.stats.ProposalsLost.Add(1)
@@ -198,6 +213,7 @@ func (r *Replica) loseProposalsFrom(from uint64) {
 		p.done(Result{Index: p.index, Term: p.term, Err: ErrLost})
 	}
 	r.proposals = r.proposals[:k]
+	r.durableTimed = min(r.durableTimed, k)
 }
 
 // startReadRound starts a confirmation round for every read waiting, if
@@ -263,6 +279,9 @@ func (r *Replica) noteRole(role raft.Role, lead raft.NodeID) {
 		return
 	}
 	wasLeader := r.role == raft.RoleLeader
+	if role == raft.RoleCandidate && r.role != raft.RoleCandidate {
+		r.stats.Campaigns.Add(1)
+	}
 	r.role, r.lead = role, lead
 	r.log.Info("replica: role changed", "role", role.String(), "lead", uint64(lead))
 	if role == raft.RoleLeader {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/wal"
@@ -45,6 +46,12 @@ type Config struct {
 	// TestingBugs re-introduces failures the runtime's rules prevent.
 	// Tests only.
 	TestingBugs Bug
+	// Now and ObserveStage, when both set, time each write's stages
+	// (stages.go) for metrics: ObserveStage is called on the replica's
+	// goroutine and must not block. Unset (the simulator), nothing is
+	// timed and no clock is read.
+	Now          func() time.Time
+	ObserveStage func(Stage, time.Duration)
 }
 
 // Replica runs one member: the protocol core over the WAL, with a state
@@ -107,6 +114,9 @@ type Replica struct {
 
 	applied   uint64
 	proposals []pendingProposal
+	// durableTimed: proposals[:durableTimed] have their leader-fdatasync
+	// stage timed (stages.go); 0 when stages are not timed.
+	durableTimed int
 
 	readsWaiting  []Read
 	readSeq       uint64
@@ -124,6 +134,10 @@ type Replica struct {
 type pendingProposal struct {
 	index, term uint64 // term 0 until the entry is handed to the WAL
 	done        func(Result)
+	// proposedAt, appendedAt, durableAt: when it was proposed, taken by
+	// the WAL, covered by the WAL's durable index (stages.go; zero when
+	// stages are not timed).
+	proposedAt, appendedAt, durableAt time.Time
 }
 
 type readBatch struct {
@@ -264,6 +278,7 @@ func (r *Replica) takeQueued() Event {
 // noteProgress takes a progress report; a failure is remembered for run.
 func (r *Replica) noteProgress(p wal.Progress) {
 	r.progress = p
+	r.timeDurable(p.DurableIndex)
 	if p.Err != nil && r.failErr == nil {
 		r.failErr = p.Err
 	}
@@ -415,8 +430,16 @@ func (r *Replica) propose(ps []Proposal) {
 		r.stats.ProposalsRefused.Add(uint64(len(ps)))
 		return
 	}
+	var now time.Time
+	if r.timing() {
+		now = r.cfg.Now()
+	}
 	for k, p := range ps {
-		r.proposals = append(r.proposals, pendingProposal{index: first + uint64(k), done: p.Done})
+		at := p.At
+		if at.IsZero() {
+			at = now
+		}
+		r.proposals = append(r.proposals, pendingProposal{index: first + uint64(k), done: p.Done, proposedAt: at})
 	}
 	r.stats.Proposals.Add(uint64(len(ps)))
 	r.stats.ProposalBatches.Add(1)
@@ -428,7 +451,7 @@ func (r *Replica) Close() error {
 	for _, p := range r.proposals {
 		p.done(Result{Index: p.index, Term: p.term, Err: ErrClosed})
 	}
-	r.proposals = nil
+	r.proposals, r.durableTimed = nil, 0
 	r.failReads(ErrClosed)
 	return r.w.Close()
 }

@@ -51,6 +51,8 @@ type testReplica struct {
 	r    *Replica
 	net  *capture
 	sm   *entries
+	// configure, when set, adjusts the replica's configuration at open.
+	configure func(*Config)
 }
 
 func newTestReplica(t *testing.T, id raft.NodeID, voters []raft.NodeID, bugs Bug) *testReplica {
@@ -67,7 +69,11 @@ func (tr *testReplica) open(id raft.NodeID, voters []raft.NodeID, bugs Bug) {
 		tr.t.Fatal(err)
 	}
 	cfg := raft.Config{ID: id, Voters: voters, ElectionTick: 10, HeartbeatTick: 1, Rand: rand.New(rand.NewPCG(uint64(id), 1))}
-	r, err := New(Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: tr.sm, Transport: tr.net, Logger: quiet, TestingBugs: bugs})
+	rc := Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: tr.sm, Transport: tr.net, Logger: quiet, TestingBugs: bugs}
+	if tr.configure != nil {
+		tr.configure(&rc)
+	}
+	r, err := New(rc)
 	if err != nil {
 		tr.t.Fatal(err)
 	}

@@ -67,6 +67,9 @@ type Stats struct {
 	Proposals, ProposalBatches, ProposalsRefused, ProposalsLost, Reads, ReadRounds atomic.Uint64
 	Holds, TruncationSyncs, WALFailures, Alerts, LeaderElections, ReadiesEmpty     atomic.Uint64
 	Applied                                                                        atomic.Uint64
+	// Campaigns counts the elections this replica started (became a
+	// candidate); LeaderElections the ones it won.
+	Campaigns atomic.Uint64
 }
 
 // Stats returns the replica's counters.

@@ -38,6 +38,7 @@ var routeRoles = map[string]map[string]tlsauth.Role{
 	"/v1/restore":     {"": tlsauth.RoleAdmin},
 	"/healthz":        {"": tlsauth.RoleNone},
 	"/readyz":         {"": tlsauth.RoleNone},
+	"/metrics":        {"": tlsauth.RoleRead}, // as much as /v1/status says
 	"/":               {"": tlsauth.RoleRead}, // no such path: a reader is told 404
 }
 

@@ -37,6 +37,7 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("/v1/transfer", n.handleTransfer)
 	mux.HandleFunc("/healthz", n.get(n.handleHealth))
 	mux.HandleFunc("/readyz", n.get(n.handleReady))
+	mux.Handle("/metrics", n.get(n.metricsHandler().ServeHTTP))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		n.fail(w, errorf(CodeNoSuchPath, "no such path %q (see docs/raftd.md)", r.URL.Path))
 	})
@@ -228,7 +229,7 @@ func (n *Node) handleDelete(w http.ResponseWriter, r *http.Request, key []byte) 
 func (n *Node) serveWrite(w http.ResponseWriter, r *http.Request, body []byte, cmd kv.Command, okStatus int) {
 	ctx, cancel := n.requestContext(r)
 	defer cancel()
-	res, e := n.write(ctx, cmd)
+	res, answered, e := n.write(ctx, cmd)
 	if e != nil {
 		if n.redirectOrForward(w, r, body, e) {
 			return
@@ -236,6 +237,7 @@ func (n *Node) serveWrite(w http.ResponseWriter, r *http.Request, body []byte, c
 		n.fail(w, e)
 		return
 	}
+	defer func() { n.metrics.observeStage(stageReply, time.Since(answered)) }()
 	w.Header().Set(headerIndex, strconv.FormatUint(res.Index, 10))
 	if okStatus == http.StatusNoContent {
 		w.WriteHeader(okStatus)

@@ -132,6 +132,7 @@ type Node struct {
 
 	lastProposeMs atomic.Int64
 	stats         Stats
+	metrics       *metrics
 }
 
 // Stats are the node's client-side counters.
@@ -172,7 +173,8 @@ func Open(cfg Config) (*Node, error) {
 	} else if cfg.Insecure {
 		log.Warn("server: --insecure: listening without TLS", "client", cfg.ClientAddr, "peer", cfg.PeerAddr)
 	}
-	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, runDone: make(chan struct{})}
+	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, runDone: make(chan struct{}), metrics: newMetrics()}
+	n.metrics.reg.MustRegister(stateCollector{n})
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(); err != nil {
 		n.closeListeners()
@@ -198,7 +200,8 @@ func (n *Node) open() error {
 		n.log.Warn("server: TESTING MODE: not for real data", "lossy_fs", cfg.TestingLossyFS,
 			"core_bugs", cfg.TestingCoreBugs.String(), "replica_bugs", cfg.TestingReplicaBugs.String())
 	}
-	w, rec, err := wal.Open(cfg.FS, filepath.Join(cfg.DataDir, "wal"), wal.Options{SyncDelay: cfg.WALSyncDelay, Logger: n.log})
+	w, rec, err := wal.Open(timedFS{FS: cfg.FS, m: n.metrics}, filepath.Join(cfg.DataDir, "wal"), wal.Options{SyncDelay: cfg.WALSyncDelay,
+		Logger: n.log, ObserveFlush: func(records int) { n.metrics.flushes.Observe(float64(records)) }})
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
@@ -227,7 +230,7 @@ func (n *Node) open() error {
 	}
 	n.sm = newMachine(kv.Options{})
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
-		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs})
+		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Now: time.Now, ObserveStage: n.metrics.observeStage})
 	if err != nil {
 		w.Close()
 		return err

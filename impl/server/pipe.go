@@ -64,6 +64,9 @@ type pipeConn struct {
 	// one log line per connection (each is counted).
 	p           principal
 	refusedOnce sync.Once
+	// answeredAt: when the replica answered the writes in out (the reply
+	// stage's start), guarded by mu.
+	answeredAt []time.Time
 }
 
 type pendingReq struct {
@@ -226,6 +229,7 @@ func (pc *pipeConn) answerWrite(id uint64, p *pendingReq, pr proposed) {
 		pc.answer(id, e)
 		return
 	}
+	pc.noteAnswered(pr.at) // before the push: the frame that carries it observes it
 	pc.push(id, true, kvproto.Response{ID: id, Status: kvproto.StatusResult, Result: pr.res.Value})
 }
 
@@ -256,6 +260,15 @@ func (pc *pipeConn) answerOnce(id uint64, p *pendingReq, e *Error) {
 	if p.answered.CompareAndSwap(false, true) {
 		pc.answer(id, e)
 	}
+}
+
+// noteAnswered remembers when the replica answered a write queued for
+// the next frame, for the reply stage (observed once the frame is
+// written).
+func (pc *pipeConn) noteAnswered(at time.Time) {
+	pc.mu.Lock()
+	pc.answeredAt = append(pc.answeredAt, at)
+	pc.mu.Unlock()
 }
 
 func (pc *pipeConn) answer(id uint64, e *Error) { pc.push(id, true, pc.errorResponse(id, e)) }
@@ -297,6 +310,7 @@ func (pc *pipeConn) writeLoop() {
 	defer sweep.Stop()
 	var buf []byte
 	var batch []kvproto.Response
+	var answered []time.Time
 	for {
 		select {
 		case <-pc.closed:
@@ -314,6 +328,7 @@ func (pc *pipeConn) writeLoop() {
 		runtime.Gosched()
 		pc.mu.Lock()
 		batch, pc.out = pc.out, batch[:0]
+		answered, pc.answeredAt = pc.answeredAt, answered[:0]
 		pc.mu.Unlock()
 		buf = buf[:0]
 		for k := 0; k < len(batch); {
@@ -333,6 +348,10 @@ func (pc *pipeConn) writeLoop() {
 		if _, err := pc.c.Write(buf); err != nil {
 			_ = pc.c.Close()
 			return
+		}
+		now := time.Now()
+		for _, at := range answered {
+			pc.s.n.metrics.observeStage(stageReply, now.Sub(at))
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 type proposed struct {
 	res  replica.Result
 	lead raft.NodeID
+	at   time.Time // when the replica answered (the reply stage starts)
 }
 
 // stamp sets the leader's clock into c and encodes it. A command that does
@@ -53,6 +54,10 @@ func (n *Node) proposeBatch(ps []replica.Proposal) *Error {
 	if n.stopping.Load() {
 		return errorf(CodeStopping, "the node is stopping")
 	}
+	now := time.Now() // the append stage starts (replica.Proposal.At)
+	for k := range ps {
+		ps[k].At = now
+	}
 	if err := n.run.Submit(replica.Event{Kind: replica.EventPropose, Proposals: ps}); err != nil {
 		return proposeFailure(err, false)
 	}
@@ -64,7 +69,7 @@ func (n *Node) proposeBatch(ps []replica.Proposal) *Error {
 // (for forwarding after ErrNotLeader); only a failure needs it. It runs on
 // the replica's goroutine.
 func (n *Node) proposedOf(r replica.Result) proposed {
-	p := proposed{res: r}
+	p := proposed{res: r, at: time.Now()}
 	if r.Err != nil {
 		_, _, p.lead = n.rep.Leadership()
 	}
@@ -86,24 +91,26 @@ func (n *Node) outcome(p proposed) (kv.Result, *Error) {
 }
 
 // write proposes one command and waits for its answer, the request's end
-// (the outcome is then unknown), or the node's stop.
-func (n *Node) write(ctx context.Context, c kv.Command) (kv.Result, *Error) {
+// (the outcome is then unknown), or the node's stop. answered is when the
+// replica answered (zero without an answer), for the reply stage.
+func (n *Node) write(ctx context.Context, c kv.Command) (res kv.Result, answered time.Time, err *Error) {
 	n.stats.Writes.Add(1)
 	data, e := stamp(c)
 	if e != nil {
-		return kv.Result{}, e
+		return kv.Result{}, time.Time{}, e
 	}
 	ch := make(chan proposed, 1)
 	if e := n.propose([][]byte{data}, []func(proposed){func(p proposed) { ch <- p }}); e != nil {
-		return kv.Result{}, e
+		return kv.Result{}, time.Time{}, e
 	}
 	select {
 	case p := <-ch:
-		return n.outcome(p)
+		res, err = n.outcome(p)
+		return res, p.at, err
 	case <-ctx.Done():
-		return kv.Result{}, errorf(CodeUnknown, "no answer within the request's time: the entry may be in the log (%v)", ctx.Err())
+		return kv.Result{}, time.Time{}, errorf(CodeUnknown, "no answer within the request's time: the entry may be in the log (%v)", ctx.Err())
 	case <-n.runDone:
-		return kv.Result{}, errorf(CodeUnknown, "the node stopped before the answer: the entry may be in the log")
+		return kv.Result{}, time.Time{}, errorf(CodeUnknown, "the node stopped before the answer: the entry may be in the log")
 	}
 }
 

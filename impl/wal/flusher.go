@@ -154,6 +154,9 @@ func (w *WAL) publishStep() {
 	}
 	w.stats.flushes.Add(1)
 	w.stats.recordsSynced.Add(uint64(len(j.placed)))
+	if w.opts.ObserveFlush != nil {
+		w.opts.ObserveFlush(len(j.placed))
+	}
 	w.evictLocked()
 	w.notifyLocked()
 }

@@ -51,6 +51,11 @@ type Options struct {
 	// stepped mode a virtual clock makes a seeded run replay exactly.
 	Clock Clock
 
+	// ObserveFlush, when set, is told the number of records each group-commit
+	// cycle made durable (for a records-per-fdatasync metric). It is called with
+	// the WAL's lock held and must not block or call the WAL.
+	ObserveFlush func(records int)
+
 	// bugs re-introduces defects that tests must catch (tests only).
 	bugs walBug
 }

@@ -1,0 +1,110 @@
+package replica
+
+import (
+	"testing"
+	"time"
+
+	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/wal"
+	"github.com/durableraft/durableraft/impl/wal/vfs"
+)
+
+type observed struct {
+	stage Stage
+	d     time.Duration
+}
+
+// TestStagesTimed: a leader's write passes append, leader fdatasync,
+// majority durable and apply once each, in that order, each timed from
+// the end of the one before by the replica's clock.
+func TestStagesTimed(t *testing.T) {
+	clock := time.Unix(100, 0)
+	var got []observed
+	tr := &testReplica{t: t, disk: vfs.NewMemFS(vfs.MemConfig{Seed: 1}), net: &capture{}, sm: &entries{}}
+	tr.configure = func(c *Config) {
+		c.Now = func() time.Time { return clock }
+		c.ObserveStage = func(s Stage, d time.Duration) { got = append(got, observed{s, d}) }
+	}
+	// Three voters: node 1 leads, the test plays the followers, so that
+	// the leader's fdatasync and the majority's are apart in time.
+	tr.open(1, []raft.NodeID{1, 2, 3}, 0)
+	tr.flush()
+	tr.r.Handle(Event{Kind: EventCampaign})
+	tr.flush()
+	for _, m := range tr.net.take() {
+		if m.Type == raft.MsgVote {
+			tr.r.Handle(Event{Kind: EventMessage, Msg: Message{Message: raft.Message{Type: raft.MsgVoteResp, From: m.To, To: 1, Term: m.Term, Granted: true}}})
+		}
+	}
+	tr.flush()
+	if role, _, _ := tr.r.Leadership(); role != raft.RoleLeader {
+		t.Fatalf("not leader: %+v", tr.r.Status())
+	}
+	ackAll := func() {
+		for _, m := range tr.net.take() {
+			if m.Type == raft.MsgApp {
+				last := m.PrevLogIndex + uint64(len(m.Entries))
+				tr.r.Handle(Event{Kind: EventMessage, Msg: Message{Message: raft.Message{Type: raft.MsgAppResp, From: m.To, To: 1,
+					Term: m.Term, Success: true, MatchIndex: last, Seq: m.Seq, Round: m.Round}}})
+			}
+		}
+		tr.flush()
+	}
+	ackAll() // the leader's no-op
+	got = nil
+
+	var res Result
+	tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{{Data: []byte("x"), At: clock.Add(-3 * time.Millisecond),
+		Done: func(r Result) { res = r }}}})
+	clock = clock.Add(5 * time.Millisecond)
+	for tr.w.NextStep() != wal.StepNone {
+		if err := tr.w.Step(); err != nil {
+			t.Fatal(err)
+		}
+		clock = clock.Add(7 * time.Millisecond)
+		tr.r.Handle(Event{Kind: EventWAL, Progress: tr.w.Progress()})
+	}
+	if tr.w.Progress().DurableIndex < tr.r.Status().Last {
+		t.Fatalf("not durable after the WAL's steps")
+	}
+	clock = clock.Add(11 * time.Millisecond)
+	ackAll()
+	if res.Err != nil || string(res.Value) != "x" {
+		t.Fatalf("result %+v", res)
+	}
+	want := []Stage{StageAppend, StageLeaderSync, StageApply, StageMajorityDurable}
+	if len(got) != 4 {
+		t.Fatalf("observed %v, want one of each of %v", got, want)
+	}
+	by := map[Stage]time.Duration{}
+	for _, o := range got {
+		if _, dup := by[o.stage]; dup {
+			t.Fatalf("stage %v observed twice: %v", o.stage, got)
+		}
+		by[o.stage] = o.d
+	}
+	if by[StageAppend] != 3*time.Millisecond {
+		t.Errorf("append %v, want 3ms (from Proposal.At to the WAL taking it)", by[StageAppend])
+	}
+	if d := by[StageLeaderSync] - 5*time.Millisecond; d <= 0 || d%(7*time.Millisecond) != 0 {
+		t.Errorf("leader fdatasync %v: want a whole number of WAL steps (7ms each) after the append", d)
+	}
+	if d := by[StageMajorityDurable]; d < 11*time.Millisecond {
+		t.Errorf("majority durable %v, want at least the 11ms the followers took", d)
+	}
+	if by[StageApply] != 0 {
+		t.Errorf("apply %v, want 0 (the clock stood still)", by[StageApply])
+	}
+}
+
+// TestStagesUntimed: without a clock, nothing is observed and proposals
+// still complete.
+func TestStagesUntimed(t *testing.T) {
+	tr := leaderOf(t)
+	var res Result
+	tr.r.Handle(Event{Kind: EventPropose, Proposals: []Proposal{{Data: []byte("y"), Done: func(r Result) { res = r }}}})
+	tr.flush()
+	if res.Err != nil || tr.r.timing() || tr.r.durableTimed != 0 {
+		t.Fatalf("result %+v, timing %v, durableTimed %d", res, tr.r.timing(), tr.r.durableTimed)
+	}
+}
