@@ -85,7 +85,7 @@ func TestNeededRole(t *testing.T) {
 		{"/v1/kv/{key...}", "GET", tlsauth.RoleRead}, {"/v1/kv/{key...}", "HEAD", tlsauth.RoleRead},
 		{"/v1/kv/{key...}", "PUT", tlsauth.RoleWrite}, {"/v1/kv/{key...}", "DELETE", tlsauth.RoleWrite},
 		{"/v1/kv/{key...}", "POST", tlsauth.RoleWrite}, // answered 405
-		{"/v1/status", "GET", tlsauth.RoleRead}, {"/v1/members", "GET", tlsauth.RoleRead},
+		{"/v1/status", "GET", tlsauth.RoleRead}, {"/v1/members", "GET", tlsauth.RoleRead}, {"/metrics", "GET", tlsauth.RoleRead},
 		{"/v1/members", "POST", tlsauth.RoleAdmin}, {"/v1/transfer", "POST", tlsauth.RoleAdmin},
 		{"/v1/backup", "GET", tlsauth.RoleAdmin}, {"/v1/restore", "POST", tlsauth.RoleAdmin},
 		{"/v1/snapshot", "GET", tlsauth.RoleAdmin}, {"POST /v1/anything-new", "POST", tlsauth.RoleAdmin},
