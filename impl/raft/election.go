@@ -192,7 +192,8 @@ func (n *Node) won() bool {
 		return true
 	}
 	if !n.fenceOpen() {
-		n.alert(AlertFenced, "won the election of term %d but the promotion fence is closed", n.hs.Term)
+		n.alert(AlertFenced, "won the election of term %d but the promotion fence is closed: durable tip %d below the learned commit (high-water mark) %d, or TRUNCATED at term %d",
+			n.hs.Term, n.log.durable, n.hs.LearnedCommit, n.hs.TruncatedAtTerm)
 		return false
 	}
 	return true

@@ -66,7 +66,8 @@ func (n *Node) handleTimeoutNow(m Message) {
 		return
 	}
 	if !n.promotable() {
-		n.alert(AlertFenced, "leader %d asked me to take over, but I am fenced", m.From)
+		n.alert(AlertFenced, "leader %d asked me to take over, but I am fenced (durable tip %d, learned commit %d, TRUNCATED at term %d)",
+			m.From, n.log.durable, n.hs.LearnedCommit, n.hs.TruncatedAtTerm)
 		return
 	}
 	n.hup(true)

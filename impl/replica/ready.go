@@ -88,6 +88,7 @@ func (r *Replica) processReady(rd raft.Ready) {
 		r.stats.Alerts.Add(1)
 		r.log.Warn("replica: ALERT "+a.Kind.String(), "text", a.Text)
 	}
+	r.noteFence(rd.Alerts)
 	r.noteRole(rd.Role, rd.Lead)
 }
 

@@ -127,6 +127,7 @@ type Replica struct {
 	role  raft.Role
 	term  uint64
 	lead  raft.NodeID
+	fence raft.Outcome // the fence last logged (transitions.go)
 	stats Stats
 	alert alertLimiter
 }
@@ -188,6 +189,8 @@ func New(cfg Config) (*Replica, error) {
 		"hard_state_verdict", rec.HardStateVerdict.String(), "term", st.HardState.Term, "vote", uint64(st.HardState.Vote),
 		"first_index", rec.IndexFirst, "last_index", rec.IndexLast, "learned_commit", st.HardState.LearnedCommit,
 		"truncated_at_term", st.HardState.TruncatedAtTerm, "fence", st.Fence.String(), "fence_row", st.FenceRow)
+	r.fence = raft.OutcomeEligible
+	r.logFence(st) // a fenced boot: FENCE SET, once
 	// The boot's own Ready first: a TRUNCATED verdict's mark (and a first
 	// boot's term) must be durable before anything else happens.
 	r.processReadies()
@@ -365,7 +368,7 @@ func (r *Replica) input(ev Event) {
 		}
 	case EventCampaign:
 		if err := r.node.Campaign(); err != nil {
-			r.log.Warn("replica: campaign refused", "err", err)
+			r.refusedPromotion(err)
 		}
 	}
 }

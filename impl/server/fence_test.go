@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/replica"
 	"github.com/durableraft/durableraft/trace"
 )
 
@@ -19,7 +20,8 @@ import (
 // Once the others are back, it catches up, the fence releases, and it
 // serves again.
 func TestTruncatedBootsFenced(t *testing.T) {
-	tc := newTestCluster(t, 3, nil)
+	logs := newLogCapture()
+	tc := newTestCluster(t, 3, func(c *Config) { c.Logger = logs.logger(c.ID) })
 	lead := tc.leader()
 	for k := 0; k < 20; k++ {
 		if r := do(t, "PUT", tc.url(lead, "/v1/kv/k"), strings.Repeat("v", 200)); r.status != 200 {
@@ -59,6 +61,25 @@ func TestTruncatedBootsFenced(t *testing.T) {
 	if r.status != 503 || !strings.Contains(r.body, `"fenced"`) {
 		t.Fatalf("readyz of the truncated node: %d %s", r.status, r.body)
 	}
+	// The transitions, each logged once: the verdict with its boundary,
+	// the fence set at boot; an operator's campaign refused with the
+	// durable tip against the learned commit.
+	rec := logs.one(t, 3, "server: recovery says TRUNCATED")
+	if num(t, rec, "truncated_after") != n3.rec.IndexLast || rec["stop_segment"] == "" || num(t, rec, "stop_offset") == 0 {
+		t.Fatalf("the TRUNCATED line lacks its boundary: %v", rec)
+	}
+	set := logs.one(t, 3, "replica: FENCE SET")
+	if set["fence"] == "ELIGIBLE" || set["row"] == "" {
+		t.Fatalf("fence set line %v", set)
+	}
+	if err := n3.run.Submit(replica.Event{Kind: replica.EventCampaign}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(logs.lines(t, 3, "replica: campaign refused")) == 1 })
+	ref := logs.one(t, 3, "replica: campaign refused")
+	if num(t, ref, "learned_commit") != st.LearnedCommit || num(t, ref, "durable_tip") != st.Durable || num(t, ref, "truncated_at_term") == 0 {
+		t.Fatalf("campaign refusal line %v; status learned %d durable %d", ref, st.LearnedCommit, st.Durable)
+	}
 	// It stays up, fenced, until the others come back; then it catches up
 	// and serves.
 	tc.start(1)
@@ -76,6 +97,16 @@ func TestTruncatedBootsFenced(t *testing.T) {
 	}
 	if g := do(t, "GET", tc.url(3, "/v1/kv/k"), ""); g.status != 200 || g.body != strings.Repeat("v", 200) {
 		t.Fatalf("read after the repair: %d", g.status)
+	}
+	rel := logs.one(t, 3, "replica: fence released")
+	if rel["fence"] != "ELIGIBLE" || rel["was"] == "ELIGIBLE" || num(t, rel, "durable") < num(t, rel, "learned_commit") {
+		t.Fatalf("fence released line %v", rel)
+	}
+	logs.one(t, 3, "replica: FENCE SET") // still once
+	for id := raft.NodeID(1); id <= 2; id++ {
+		if ls := logs.lines(t, id, "replica: FENCE"); len(ls) != 0 {
+			t.Fatalf("node %d was never fenced: %v", id, ls)
+		}
 	}
 }
 

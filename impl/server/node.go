@@ -253,7 +253,14 @@ func (n *Node) open() error {
 func (n *Node) logRecovery(rec *wal.Recovery) {
 	args := []any{"verdict", rec.Verdict.String(), "case", rec.Case, "reason", rec.Reason, "first_index", rec.IndexFirst,
 		"last_index", rec.IndexLast, "hard_state_verdict", rec.HardStateVerdict.String(), "term", rec.HardState.Term,
-		"learned_commit", rec.HardState.Commit, "first_boot", n.firstBoot, "cluster_id", n.cluster.IDHex}
+		"learned_commit", rec.HardState.Commit, "first_boot", n.firstBoot, "cluster_id", n.cluster.IDHex,
+		"stop_segment", rec.StopSegment, "stop_offset", rec.StopOffset}
+	if rec.Verdict == wal.Truncated {
+		// The truncation boundary: everything after truncated_after is gone
+		// from this node's log (the scan stopped at stop_segment:stop_offset,
+		// evidence of durable data behind it at evidence_offset).
+		args = append(args, "truncated_after", rec.IndexLast, "evidence_offset", rec.EvidenceOffset, "quarantined", rec.Quarantined)
+	}
 	if rec.Verdict == wal.Truncated || rec.HardStateVerdict == wal.Truncated {
 		n.log.Error("server: recovery says TRUNCATED: starting FENCED (no campaign, no vote while truncated); catching up from the leader, never exiting", args...)
 		return

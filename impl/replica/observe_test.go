@@ -1,6 +1,10 @@
 package replica
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -106,5 +110,41 @@ func TestStagesUntimed(t *testing.T) {
 	tr.flush()
 	if res.Err != nil || tr.r.timing() || tr.r.durableTimed != 0 {
 		t.Fatalf("result %+v, timing %v, durableTimed %d", res, tr.r.timing(), tr.r.durableTimed)
+	}
+}
+
+// TestDurableClampLogged: a follower whose durable entries 3..5 are
+// replaced by a new leader's logs the clamp of its durable index once,
+// from 5 to 2, and the durable index is 2 until the new entries sync.
+func TestDurableClampLogged(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	tr := &testReplica{t: t, disk: vfs.NewMemFS(vfs.MemConfig{Seed: 2}), net: &capture{}, sm: &entries{}}
+	w, rec, err := wal.Open(tr.disk, "/d", wal.Options{Stepped: true, Clock: &fakeClock{now: time.Unix(1, 0)}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := raft.Config{ID: 2, Voters: []raft.NodeID{1, 2, 3}, ElectionTick: 10, HeartbeatTick: 1, Rand: rand.New(rand.NewPCG(2, 1))}
+	r, err := New(Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: tr.sm, Transport: tr.net, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.w, tr.r = w, r
+	tr.flush()
+	deliver := func(m Message) { tr.r.Handle(Event{Kind: EventMessage, Msg: m}); tr.flush() }
+	deliver(tr.app(2, 0, 0, []uint64{2, 2, 2, 2, 2}))
+	if d := tr.w.Progress().DurableIndex; d != 5 {
+		t.Fatalf("durable %d, want 5", d)
+	}
+	tr.r.Handle(Event{Kind: EventMessage, Msg: tr.app(3, 2, 2, []uint64{3, 3, 3, 3})})
+	var clamps []map[string]any
+	for _, line := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		var m map[string]any
+		if json.Unmarshal(line, &m) == nil && m["msg"] == "wal: durable index clamped by suffix truncation" {
+			clamps = append(clamps, m)
+		}
+	}
+	if len(clamps) != 1 || clamps[0]["from"] != float64(5) || clamps[0]["to"] != float64(2) {
+		t.Fatalf("clamp lines %v, want one from 5 to 2", clamps)
 	}
 }
