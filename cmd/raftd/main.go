@@ -42,6 +42,7 @@ func run(args []string, stderr io.Writer) int {
 		logLevel      = fs.String("log-level", "info", "debug, info, warn or error")
 		lossy         = fs.Bool("testing-lossy-fs", false, "TESTS ONLY: keep unsynced writes in memory (kill -9 loses them)")
 		syncMs        = fs.Int("testing-sync-ms", 0, "TESTS ONLY, with --testing-lossy-fs: every fdatasync takes this long (a slow device)")
+		failSync      = fs.String("testing-fail-sync-file", "", "TESTS ONLY, with --testing-lossy-fs: while this file exists every fdatasync fails with EIO (a failing disk)")
 		bugs          = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
 		snapshotEvery = fs.Int("snapshot-entries", 0, "snapshot thresholds: not implemented yet (issue 11); must be 0")
 		pprofAddr     = fs.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this loopback address")
@@ -77,10 +78,15 @@ func run(args []string, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if (*syncMs != 0 || *failSync != "") && !*lossy {
+		fmt.Fprintln(stderr, "raftd: --testing-sync-ms and --testing-fail-sync-file need --testing-lossy-fs")
+		return 2
+	}
 	if *lossy {
 		lfs := lossyfs.New()
 		lfs.SyncLatency = time.Duration(*syncMs) * time.Millisecond
-		cfg.FS, cfg.TestingLossyFS = lfs, true
+		lfs.FailSyncFile = *failSync
+		cfg.FS, cfg.TestingLossyFS, cfg.TestingFailSyncFile = lfs, true, *failSync
 	}
 	if cfg.TestingCoreBugs, cfg.TestingReplicaBugs, err = parseBugs(*bugs); err != nil {
 		fmt.Fprintln(stderr, "raftd:", err)

@@ -29,6 +29,8 @@ func TestUsage(t *testing.T) {
 		{"--id", "1", "--data", t.TempDir(), "--testing-bugs", "nope"},
 		{"--id", "1", "--data", t.TempDir(), "--log-format", "xml"},
 		{"--id", "1", "--data", t.TempDir(), "--snapshot-entries", "5"},
+		{"--id", "1", "--data", t.TempDir(), "--testing-fail-sync-file", "eio"},
+		{"--id", "1", "--data", t.TempDir(), "--testing-sync-ms", "5"},
 		{"--no-such-flag"},
 		{"--id", "1", "--data", t.TempDir(), "--tls-ca", "ca.crt"},
 		{"--id", "1", "--data", t.TempDir(), "--tls-ca", "a", "--tls-cert", "b", "--tls-key", "c", "--insecure"},

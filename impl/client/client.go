@@ -205,6 +205,14 @@ var retryable = map[string]bool{
 	"busy": true, "stopping": true, "wal_failed": true, "lost": true,
 }
 
+// movesOn are the retryable refusals that say this node will not serve
+// (not the leader, none known, fenced, stopping, its WAL failed): the
+// client moves to the leader named, or the next endpoint. A node whose WAL
+// failed serves nothing until restarted; staying on it kept a client's
+// every write refused while the others had a leader
+// (conformance/proc TestProcessFailingDisk found it).
+var movesOn = map[string]bool{"not_leader": true, "no_leader": true, "fenced": true, "stopping": true, "wal_failed": true}
+
 // roundTrip sends the request build makes (called again for each attempt)
 // until a definite answer or ctx's end. idempotent: retrying after an
 // unknown outcome is safe (reads, session writes). It reports whether an
@@ -261,7 +269,7 @@ func (c *Client) roundTrip(ctx context.Context, build func() kvproto.Request, id
 		switch {
 		case retryable[resp.Code]:
 			last = &Error{Code: resp.Code, Message: resp.Message}
-			if resp.Code == "not_leader" || resp.Code == "no_leader" || resp.Code == "fenced" || resp.Code == "stopping" {
+			if movesOn[resp.Code] {
 				c.redirect(cn, resp.LeaderAddr)
 			}
 			continue

@@ -21,4 +21,7 @@
 //     cache: a later kill keeps them); a file closed unsynced is the one
 //     place the model is kinder for data, and the WAL syncs before it
 //     closes.
+//   - With FailSyncFile set, while that file exists every Sync fails with
+//     EIO and writes nothing out (raftd --testing-fail-sync-file): a disk
+//     that fails, turned on and off by a test from outside the process.
 package lossyfs

@@ -1,9 +1,12 @@
 package lossyfs
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/wal/vfs"
@@ -20,6 +23,12 @@ type FS struct {
 	// SyncLatency makes every fdatasync take at least this long, as a slow
 	// device does (tests that must land a kill inside a sync).
 	SyncLatency time.Duration
+	// FailSyncFile, when set, names a file whose existence makes every
+	// fdatasync fail with EIO, writing nothing out (a failing disk that a
+	// test turns on and off from outside the process); SyncFailures counts
+	// them.
+	FailSyncFile string
+	SyncFailures atomic.Int64
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -144,6 +153,12 @@ func (f *file) Sync() error {
 		// (and a kill -9 can no longer lose it) only after it.
 		t := time.NewTimer(d)
 		<-t.C
+	}
+	if name := f.fs.FailSyncFile; name != "" {
+		if _, err := os.Stat(name); err == nil {
+			f.fs.SyncFailures.Add(1)
+			return fmt.Errorf("lossyfs: fdatasync failed (%s exists): %w", name, syscall.EIO)
+		}
 	}
 	if err := f.flush(); err != nil {
 		return err

@@ -2,10 +2,12 @@ package lossyfs
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,5 +167,45 @@ func TestWALLosesUnsyncedOnKill(t *testing.T) {
 				t.Fatalf("recovered through %d (%v), want %d", rec.IndexLast, rec.Verdict, c.want)
 			}
 		})
+	}
+}
+
+// TestFailSyncFile: while the named file exists every Sync fails with EIO
+// and nothing reaches the disk; once it is gone syncs succeed again.
+func TestFailSyncFile(t *testing.T) {
+	dir := t.TempDir()
+	name, trigger := filepath.Join(dir, "f"), filepath.Join(dir, "eio")
+	fs := New()
+	fs.FailSyncFile = trigger
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("sync without the trigger: %v", err)
+	}
+	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("b"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("sync with the trigger: %v, want EIO", err)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "a" || fs.SyncFailures.Load() != 1 {
+		t.Fatalf("disk %q after a failed sync, %d failures", b, fs.SyncFailures.Load())
+	}
+	if err := os.Remove(trigger); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("sync after the trigger is gone: %v", err)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "ab" {
+		t.Fatalf("disk %q", b)
 	}
 }

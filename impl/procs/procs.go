@@ -312,6 +312,8 @@ type Status struct {
 	Durable    uint64 `json:"durable"`
 	Fence      string `json:"fence"`
 	NotServing string `json:"not_serving"`
+	WALFailed  bool   `json:"wal_failed"`
+	Failure    string `json:"failure"`
 	KV         struct {
 		Hash         string `json:"hash"`
 		AppliedIndex uint64 `json:"applied_index"`

@@ -70,6 +70,9 @@ type Config struct {
 	// impl/lossyfs (TestingLossyFS says so in the status).
 	FS             vfs.FS
 	TestingLossyFS bool
+	// TestingFailSyncFile: the lossy file system fails every fdatasync
+	// with EIO while this file exists (shown in the status; tests only).
+	TestingFailSyncFile string
 	// TestingCoreBugs and TestingReplicaBugs re-introduce the failures
 	// their rules prevent. Tests only.
 	TestingCoreBugs    raft.Bug
@@ -197,7 +200,7 @@ func (n *Node) open() error {
 		n.clientAddr = n.clientL.Addr().String()
 	}
 	if cfg.TestingLossyFS || cfg.TestingCoreBugs != 0 || cfg.TestingReplicaBugs != 0 {
-		n.log.Warn("server: TESTING MODE: not for real data", "lossy_fs", cfg.TestingLossyFS,
+		n.log.Warn("server: TESTING MODE: not for real data", "lossy_fs", cfg.TestingLossyFS, "fail_sync_file", cfg.TestingFailSyncFile,
 			"core_bugs", cfg.TestingCoreBugs.String(), "replica_bugs", cfg.TestingReplicaBugs.String())
 	}
 	w, rec, err := wal.Open(timedFS{FS: cfg.FS, m: n.metrics}, filepath.Join(cfg.DataDir, "wal"), wal.Options{SyncDelay: cfg.WALSyncDelay,
