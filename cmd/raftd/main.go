@@ -88,7 +88,7 @@ func run(args []string, stderr io.Writer) int {
 		lfs.FailSyncFile = *failSync
 		cfg.FS, cfg.TestingLossyFS, cfg.TestingFailSyncFile = lfs, true, *failSync
 	}
-	if cfg.TestingCoreBugs, cfg.TestingReplicaBugs, err = parseBugs(*bugs); err != nil {
+	if cfg.TestingCoreBugs, cfg.TestingReplicaBugs, cfg.TestingNoPreVote, err = parseBugs(*bugs); err != nil {
 		fmt.Fprintln(stderr, "raftd:", err)
 		return 2
 	}
@@ -140,13 +140,19 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: text or json", format)
 }
 
-// parseBugs splits names between the core's switches and the replica's.
-func parseBugs(s string) (raft.Bug, replica.Bug, error) {
+// parseBugs splits names between the core's switches, the replica's and
+// the server's (no-pre-vote: the core's PreVote off).
+func parseBugs(s string) (raft.Bug, replica.Bug, bool, error) {
 	var core raft.Bug
 	var rep replica.Bug
+	noPreVote := false
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
 		if name == "" {
+			continue
+		}
+		if name == "no-pre-vote" {
+			noPreVote = true
 			continue
 		}
 		if b, err := raft.ParseBugs(name); err == nil {
@@ -161,8 +167,8 @@ func parseBugs(s string) (raft.Bug, replica.Bug, error) {
 			}
 		}
 		if !found {
-			return 0, 0, errors.New("--testing-bugs: unknown switch " + name)
+			return 0, 0, false, errors.New("--testing-bugs: unknown switch " + name)
 		}
 	}
-	return core, rep, nil
+	return core, rep, noPreVote, nil
 }

@@ -9,11 +9,14 @@ import (
 )
 
 func TestParseBugs(t *testing.T) {
-	core, rep, err := parseBugs("follower-acks-appended, no-chain-check,self-counts-appended")
-	if err != nil || core != raft.BugFollowerAcksAppended|raft.BugSelfCountsAppended || rep != replica.BugNoChainCheck {
-		t.Fatalf("%v %v %v", core, rep, err)
+	core, rep, noPV, err := parseBugs("follower-acks-appended, no-chain-check,self-counts-appended")
+	if err != nil || core != raft.BugFollowerAcksAppended|raft.BugSelfCountsAppended || rep != replica.BugNoChainCheck || noPV {
+		t.Fatalf("%v %v %v %v", core, rep, noPV, err)
 	}
-	if _, _, err := parseBugs("no-such-bug"); err == nil {
+	if _, _, noPV, err := parseBugs("no-pre-vote"); err != nil || !noPV {
+		t.Fatalf("no-pre-vote: %v %v", noPV, err)
+	}
+	if _, _, _, err := parseBugs("no-such-bug"); err == nil {
 		t.Fatal("an unknown switch accepted")
 	}
 }

@@ -28,6 +28,8 @@ type scenario struct {
 	clients    int
 	seed       uint64
 	faults     []fault
+	// proxy routes the peer traffic through a procs.Proxy (r.c.Proxy).
+	proxy bool
 }
 
 // fault is one step of the schedule; gap is the traffic time after it.
@@ -94,9 +96,13 @@ func execute(t *testing.T, sc scenario) verdict {
 	if perNode == nil {
 		perNode = func(int) []string { return nil }
 	}
-	c, err := procs.New(procs.Config{Raftd: raftdBin, Dir: out, Size: 3, Args: func(id int) []string { return append(perNode(id), args...) }})
+	c, err := procs.New(procs.Config{Raftd: raftdBin, Dir: out, Size: 3, PeerProxy: sc.proxy,
+		Args: func(id int) []string { return append(perNode(id), args...) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Proxy != nil {
+		defer c.Proxy.Close()
 	}
 	r := &run{t: t, sc: sc, c: c, rng: rand.New(rand.NewPCG(sc.seed, 1)), out: out, ackedByFaults: map[string]string{}}
 	defer c.KillAll()
@@ -160,6 +166,9 @@ func (r *run) fatal(err error) {
 func (r *run) check(rec *recorder) verdict {
 	ctx := context.Background()
 	c := r.c
+	if c.Proxy != nil {
+		c.Proxy.HealAll()
+	}
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			if err := c.Start(n.ID); err != nil {

@@ -37,13 +37,20 @@ type Config struct {
 	// since a transfer needs admin); the nodes get their TLS flags from
 	// Args.
 	ClientTLS *tls.Config
+	// PeerProxy routes every node's peer traffic through a Proxy in this
+	// process (Cluster.Proxy): --peers names the proxy's addresses, each
+	// node listens on another port behind it. Not with TLS.
+	PeerProxy bool
 }
 
 // Node is one raftd process.
 type Node struct {
 	ID                   int
 	ClientAddr, PeerAddr string
-	DataDir, LogPath     string
+	// ListenPeer is where the node listens for peers: PeerAddr, or behind
+	// the proxy another port.
+	ListenPeer       string
+	DataDir, LogPath string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -53,8 +60,10 @@ type Node struct {
 
 // Cluster is a set of raftd processes.
 type Cluster struct {
-	cfg    Config
-	Nodes  []*Node
+	cfg   Config
+	Nodes []*Node
+	// Proxy carries the peer traffic (Config.PeerProxy); nil otherwise.
+	Proxy  *Proxy
 	http   *http.Client
 	scheme string
 }
@@ -72,8 +81,24 @@ func New(cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 		id := k + 1
-		c.Nodes = append(c.Nodes, &Node{ID: id, ClientAddr: fmt.Sprintf("127.0.0.1:%d", cp), PeerAddr: fmt.Sprintf("127.0.0.1:%d", pp),
-			DataDir: filepath.Join(cfg.Dir, fmt.Sprint(id)), LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("%d.log", id))})
+		n := &Node{ID: id, ClientAddr: fmt.Sprintf("127.0.0.1:%d", cp), PeerAddr: fmt.Sprintf("127.0.0.1:%d", pp),
+			DataDir: filepath.Join(cfg.Dir, fmt.Sprint(id)), LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("%d.log", id))}
+		n.ListenPeer = n.PeerAddr
+		if cfg.PeerProxy {
+			lp, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			n.ListenPeer = fmt.Sprintf("127.0.0.1:%d", lp)
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	if cfg.PeerProxy {
+		p, err := newProxy(c.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		c.Proxy = p
 	}
 	return c, os.MkdirAll(cfg.Dir, 0o755)
 }
@@ -128,7 +153,7 @@ func (c *Cluster) Start(id int) error {
 	if n.cmd != nil {
 		return fmt.Errorf("node %d is running", id)
 	}
-	args := []string{"--id", fmt.Sprint(id), "--data", n.DataDir, "--listen-client", n.ClientAddr, "--listen-peer", n.PeerAddr, "--peers", c.Peers()}
+	args := []string{"--id", fmt.Sprint(id), "--data", n.DataDir, "--listen-client", n.ClientAddr, "--listen-peer", n.ListenPeer, "--peers", c.Peers()}
 	if c.cfg.Args != nil {
 		args = append(args, c.cfg.Args(id)...)
 	}
@@ -325,6 +350,10 @@ type Status struct {
 		HandshakesRefused uint64 `json:"handshakes_refused"`
 	} `json:"transport"`
 	Server map[string]uint64 `json:"server_stats"`
+	Peers  []struct {
+		ID        int  `json:"id"`
+		Connected bool `json:"connected"` // this node's connection to the peer is up
+	} `json:"peers"`
 }
 
 // Status reads node id's /v1/status.
@@ -425,6 +454,29 @@ func (c *Cluster) Leader(ctx context.Context, limit time.Duration) (int, error) 
 		return true
 	})
 	return lead, err
+}
+
+// Connected waits until every running node's connection to every other
+// running node is up (after a partition heals: the transport redials
+// with a backoff of up to a second).
+func (c *Cluster) Connected(ctx context.Context, limit time.Duration) error {
+	return poll(ctx, limit, "every link connected", func(ctx context.Context) bool {
+		for _, n := range c.Nodes {
+			if !n.Running() {
+				continue
+			}
+			st, err := c.Status(ctx, n.ID)
+			if err != nil {
+				return false
+			}
+			for _, p := range st.Peers {
+				if c.Node(p.ID).Running() && !p.Connected {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
 
 // CaughtUp waits until every running node has applied at least index.

@@ -77,6 +77,10 @@ type Config struct {
 	// their rules prevent. Tests only.
 	TestingCoreBugs    raft.Bug
 	TestingReplicaBugs replica.Bug
+	// TestingNoPreVote turns pre-vote off (--testing-bugs no-pre-vote): a
+	// node cut off from the leader then raises its term and disrupts the
+	// leader when it returns (conformance/proc's partition test shows it).
+	TestingNoPreVote bool
 }
 
 func (c *Config) defaults() {
@@ -199,9 +203,9 @@ func (n *Node) open() error {
 	if n.clientAddr == "" {
 		n.clientAddr = n.clientL.Addr().String()
 	}
-	if cfg.TestingLossyFS || cfg.TestingCoreBugs != 0 || cfg.TestingReplicaBugs != 0 {
+	if cfg.TestingLossyFS || cfg.TestingCoreBugs != 0 || cfg.TestingReplicaBugs != 0 || cfg.TestingNoPreVote {
 		n.log.Warn("server: TESTING MODE: not for real data", "lossy_fs", cfg.TestingLossyFS, "fail_sync_file", cfg.TestingFailSyncFile,
-			"core_bugs", cfg.TestingCoreBugs.String(), "replica_bugs", cfg.TestingReplicaBugs.String())
+			"core_bugs", cfg.TestingCoreBugs.String(), "replica_bugs", cfg.TestingReplicaBugs.String(), "no_pre_vote", cfg.TestingNoPreVote)
 	}
 	w, rec, err := wal.Open(timedFS{FS: cfg.FS, m: n.metrics}, filepath.Join(cfg.DataDir, "wal"), wal.Options{SyncDelay: cfg.WALSyncDelay,
 		Logger: n.log, ObserveFlush: func(records int) { n.metrics.flushes.Observe(float64(records)) }})
@@ -222,7 +226,7 @@ func (n *Node) open() error {
 		return err
 	}
 	rc := raft.Config{ID: cfg.ID, Voters: sortedIDs(n.cluster.Members), ElectionTick: 10, HeartbeatTick: 1,
-		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.ID))), PreVote: true, CheckQuorum: true,
+		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.ID))), PreVote: !cfg.TestingNoPreVote, CheckQuorum: true,
 		TestingBugs: cfg.TestingCoreBugs}
 	if cfg.TraceDir != "" {
 		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, rc.Voters, cfg.TestingCoreBugs); err != nil {
