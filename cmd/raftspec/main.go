@@ -22,7 +22,7 @@ func usage(w io.Writer) {
 commands:
   explore      breadth-first search of every reachable state within the bounds
   simulate     seeded random walks within the bounds
-  check-trace  replay ndjson traces against the spec
+  check-trace  replay ndjson traces against the spec (a directory: one cluster's per-node traces, merged)
   viz          draw a trace as a self-contained HTML page (raftspec viz TRACE > run.html)
   serve        explore the model's state space in the browser
   story        replay a failure story step by step (spec/testdata/stories/*.txt)
@@ -317,6 +317,16 @@ func checkTrace(args []string, stdout, stderr io.Writer) error {
 	}
 	failed := 0
 	for _, path := range fs.Args() {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			ok, err := checkDir(path, *tornTail, stdout)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				failed++
+			}
+			continue
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return err

@@ -145,3 +145,45 @@ func TestSimulateTraceWriteFails(t *testing.T) {
 		t.Fatalf("got %v, want the write's not-exist error", err)
 	}
 }
+
+// check-trace DIR merges one cluster's per-node traces (a raftd demo run)
+// and accepts the run; with one message's term changed in one node's file
+// (still valid JSON) it rejects the merged run, names the directory and
+// keeps the merged trace.
+func TestCheckTraceDirMerged(t *testing.T) {
+	src := filepath.Join("..", "..", "viz", "testdata", "raftd-demo")
+	out, _, code := run(t, checkTraceCmd, src)
+	if code != 0 || !strings.Contains(out, "ok (") || !strings.Contains(out, "merged from 4 files") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(src, "*.ndjson"))
+	mutated := false
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !mutated && bytes.Contains(data, []byte(`"mtype":"AppendEntriesResponse","mterm":`)) {
+			k := bytes.Index(data, []byte(`"mtype":"AppendEntriesResponse","mterm":`)) + len(`"mtype":"AppendEntriesResponse","mterm":`)
+			data = append(append(append([]byte{}, data[:k]...), '9'), data[k:]...) // mterm 2 becomes 92
+			mutated = true
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !mutated {
+		t.Fatal("no AppendEntriesResponse to mutate")
+	}
+	out, _, code = run(t, checkTraceCmd, dir)
+	if code != 1 || !strings.Contains(out, dir+": REJECTED") {
+		t.Fatalf("mutated: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(dir + ".merged.ndjson"); err != nil {
+		t.Fatalf("the rejected merged run is not kept: %v", err)
+	}
+}

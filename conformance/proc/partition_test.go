@@ -22,7 +22,7 @@ func TestProcessPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
 	}
-	v := execute(t, scenario{name: "partition", clients: 6, seed: 5, proxy: true, faults: []fault{
+	v := execute(t, scenario{name: "partition", clients: 4, seed: 5, proxy: true, faults: []fault{
 		{"the leader cut off from both followers, then healed", isolateLeader, 300 * time.Millisecond},
 		{"a follower cut off from the leader only, both ways", cutFollower(true, true), 300 * time.Millisecond},
 		{"a follower's messages to the leader dropped (one way)", cutFollower(true, false), 300 * time.Millisecond},
@@ -158,7 +158,7 @@ func TestProcessPartitionsCatchNoPreVote(t *testing.T) {
 	}
 	var caught error
 	cut := cutFollower(true, true)
-	v := execute(t, scenario{name: "no-pre-vote", clients: 4, seed: 6, proxy: true, args: []string{"--testing-bugs", "no-pre-vote"},
+	v := execute(t, scenario{name: "no-pre-vote", clients: 4, seed: 6, proxy: true, traces: true, args: []string{"--testing-bugs", "no-pre-vote"},
 		faults: []fault{{"a follower cut off from the leader, pre-vote off", func(r *run) error {
 			caught = cut(r)
 			return nil

@@ -30,6 +30,14 @@ type scenario struct {
 	faults     []fault
 	// proxy routes the peer traffic through a procs.Proxy (r.c.Proxy).
 	proxy bool
+	// traces: every node writes its trace (raftd --trace), merged and
+	// checked against the spec after the run (tracecheck_test.go); kills:
+	// the schedule kills nodes (a crash inside a hard-state hold is the
+	// spec's known gap).
+	traces, kills bool
+	// mutate: once the merged trace is accepted, one message's term is
+	// changed and the checker must reject the run at that event.
+	mutate bool
 }
 
 // fault is one step of the schedule; gap is the traffic time after it.
@@ -51,6 +59,7 @@ type run struct {
 	ackedByFaults map[string]string
 	rec           *recorder
 	quietWrites   int
+	traceRejected bool
 }
 
 // verdict is what a run found.
@@ -89,6 +98,13 @@ func execute(t *testing.T, sc scenario) verdict {
 		t.Fatal(err)
 	}
 	args := append([]string{"--testing-lossy-fs", "--tick-ms", "20", "--request-timeout", "3s"}, sc.args...)
+	traceDir := filepath.Join(out, "trace")
+	if os.Getenv("RAFTD_PROC_TRACES") != "" && !sc.expectFail {
+		sc.traces = true // make proc-traces: every run traced and checked
+	}
+	if sc.traces {
+		args = append(args, "--trace", traceDir)
+	}
 	if extra := os.Getenv("RAFTD_PROC_EXTRA_ARGS"); extra != "" {
 		args = append(args, strings.Fields(extra)...) // for experiments: e.g. a bug switch on a passing test
 	}
@@ -147,6 +163,9 @@ func execute(t *testing.T, sc scenario) verdict {
 	v := r.check(rec)
 	if err := c.StopAll(); err != nil {
 		t.Errorf("%s: a node did not stop cleanly: %v", sc.name, err)
+	}
+	if sc.traces {
+		r.checkRunTraces(traceDir)
 	}
 	if v.failed() == sc.expectFail && !t.Failed() {
 		os.RemoveAll(out)
