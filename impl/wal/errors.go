@@ -31,6 +31,10 @@ var (
 	// ErrLocked: Open found the directory locked by another owner (another process,
 	// or a WAL in this one not yet closed).
 	ErrLocked = errors.New("wal: directory locked")
+	// ErrVersion: Open found a segment whose header verifies but names a format
+	// version this build does not read (written by another build). Nothing is
+	// changed on disk; the node must run a build that reads it.
+	ErrVersion = errors.New("wal: unknown format version")
 	// ErrClosed: the WAL is closed.
 	ErrClosed = errors.New("wal: closed")
 )

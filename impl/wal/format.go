@@ -306,7 +306,10 @@ func decodeSegmentHeader(b []byte) (segmentHeader, error) {
 	case le.Uint32(b[4:]) != magicSegment:
 		return segmentHeader{}, fmt.Errorf("%w: segment magic %08x", ErrCorrupt, le.Uint32(b[4:]))
 	case le.Uint16(b[8:]) != formatVersion:
-		return segmentHeader{}, fmt.Errorf("%w: segment format version %d, this build reads %d", ErrCorrupt, le.Uint16(b[8:]), formatVersion)
+		// A header that verifies and names another version was written by
+		// another build: not damage. Open refuses it (docs/raftd.md,
+		// "Format versions") instead of quarantining the segment.
+		return segmentHeader{}, fmt.Errorf("%w: segment format version %d, this build reads version %d only", ErrVersion, le.Uint16(b[8:]), formatVersion)
 	case h.flags&^flagBase != 0 || !isZero(b[52:]):
 		return segmentHeader{}, fmt.Errorf("%w: segment header reserved bits set", ErrCorrupt)
 	case h.blockBytes < blockBytesMin || h.blockBytes > blockBytesMax || h.blockBytes&(h.blockBytes-1) != 0:

@@ -311,6 +311,10 @@ func (w *WAL) openDiskSegment(name string, gen uint64) (*diskSegment, error) {
 		d.hdr, d.hdrErr = decodeSegmentHeader(b)
 		return d.hdrErr == nil
 	})
+	if errors.Is(d.hdrErr, ErrVersion) {
+		_ = f.Close()
+		return nil, fmt.Errorf("wal: segment %s: %w; refusing to open the log", name, d.hdrErr)
+	}
 	if d.hdrErr == nil && d.hdr.generation != gen {
 		d.hdrErr = fmt.Errorf("%w: %s holds generation %d", ErrCorrupt, name, d.hdr.generation)
 	}
