@@ -225,7 +225,9 @@ func (n *Node) fenceOpen() bool {
 
 // promotable reports whether the node may campaign. A member whose hard
 // state was lost never may (no bug switch opens that fence).
-func (n *Node) promotable() bool { return !n.walFailed && !n.hardStateLost && n.fenceOpen() }
+func (n *Node) promotable() bool {
+	return !n.walFailed && !n.hardStateLost && !n.stateFenced && n.fenceOpen()
+}
 
 // evaluatePolicy re-evaluates the boot policy, reporting a change at once
 // and a lasting fence every Config.AlertTicks.

@@ -130,6 +130,9 @@ func (n *Node) handleVote(m Message) {
 	if m.Term > n.hs.Term {
 		n.updateTerm(&m, None)
 	}
+	if n.stateFenced {
+		return // no answer: a network that lost the request (the spec's bag keeps it)
+	}
 	if n.hardStateLost {
 		// It may have voted in this term already: no grant, and no answer
 		// (a rejection is a spec message, and this node is outside the spec).
@@ -185,7 +188,7 @@ func (n *Node) handleVoteResp(m Message) {
 // won reports whether the votes granted form a quorum and the promotion
 // fence is open (spec BecomeLeader's guards).
 func (n *Node) won() bool {
-	if n.hardStateLost || popcount(n.votesGranted) < n.quorum() {
+	if n.hardStateLost || n.stateFenced || popcount(n.votesGranted) < n.quorum() {
 		return false
 	}
 	if n.role == RolePreCandidate {
@@ -214,6 +217,9 @@ func (n *Node) handlePreVote(m Message) {
 	if n.hardStateLost {
 		grant = false
 		n.votesRefused++
+	}
+	if n.stateFenced {
+		grant = false
 	}
 	resp := Message{Type: MsgPreVoteResp, To: m.From, Term: n.hs.Term, Granted: grant}
 	if grant {

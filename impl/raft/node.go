@@ -58,6 +58,10 @@ type Node struct {
 
 	// hardStateLost: Boot.HardStateLost; sticky for the node's life.
 	hardStateLost bool
+	// stateFenced: FenceStateDiverged; sticky for the node's life (a
+	// restart rebuilds the state machine from the log and checks again).
+	stateFenced       bool
+	stateFencedReason string
 	votesRefused  uint64 // vote requests a lost hard state refused, for the alert
 
 	policyRow    *policyRow
@@ -215,6 +219,28 @@ func (n *Node) Tick() {
 	n.evaluatePolicy(true)
 }
 
+// FenceStateDiverged fences the member for good (until restarted): the
+// cross-replica state check found its state machine's state different
+// from a majority's at an index the logs agree on. It neither campaigns
+// nor votes from now on (vote requests get no answer, pre-votes are
+// refused) and a leader steps down; it still replicates and applies (its
+// log is verified by the hash chain; its state is what is suspect). Never
+// voting is always safe; it only costs the cluster a voter.
+func (n *Node) FenceStateDiverged(reason string) {
+	defer n.checkInvariants()
+	if n.stateFenced {
+		return
+	}
+	n.stateFenced, n.stateFencedReason = true, reason
+	if n.role == RoleLeader || n.role == RoleCandidate {
+		n.stepDown()
+	}
+	if n.role == RolePreCandidate {
+		n.role = RoleFollower
+	}
+	n.alertCondition(AlertFenced, "STATE DIVERGED: %s; no vote, no campaign until restarted", reason)
+}
+
 // Campaign starts an election now (pre-vote first when configured). A
 // fenced member refuses: ErrFenced.
 func (n *Node) Campaign() error {
@@ -226,6 +252,8 @@ func (n *Node) Campaign() error {
 	case n.hardStateLost:
 		n.evaluatePolicy(false)
 		return ErrHardStateLost
+	case n.stateFenced:
+		return ErrFenced
 	case !n.promotable():
 		n.evaluatePolicy(false)
 		return ErrFenced
@@ -484,7 +512,10 @@ type Status struct {
 	// votes nor campaigns and its acknowledgments are passive (Fence is
 	// OutcomeHardStateLost, FenceWhy says why) until an operator replaces it.
 	HardStateLost bool
-	Progress      map[NodeID]ProgressStatus
+	// StateFenced says why the member was fenced by the cross-replica
+	// state check (FenceStateDiverged); empty when it was not.
+	StateFenced string
+	Progress    map[NodeID]ProgressStatus
 }
 
 // ProgressStatus is the leader's view of one follower.
@@ -499,7 +530,7 @@ func (n *Node) Status() Status {
 	st := Status{ID: n.id, Role: n.role, Lead: n.lead, HardState: n.hs, Verdict: n.verdictString(),
 		Commit: n.log.committed, Applied: n.log.applied, Durable: n.log.durable, Last: n.log.last,
 		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, FenceWhy: n.policyRow.why, WALFailed: n.walFailed,
-		HardStateLost: n.hardStateLost}
+		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason}
 	if n.prs != nil {
 		st.Progress = map[NodeID]ProgressStatus{}
 		for k := range n.prs {

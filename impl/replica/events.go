@@ -31,11 +31,15 @@ const (
 	EventTransfer
 	// EventCampaign: campaign now (an operator's or a test's request).
 	EventCampaign
+	// EventFenceState: the cross-replica state check found this member's
+	// state different from a majority's (Event.Reason): fence it from
+	// voting and campaigning until restarted (raft.Node.FenceStateDiverged).
+	EventFenceState
 )
 
 var eventKindNames = [...]string{
 	EventMessage: "message", EventTick: "tick", EventPropose: "propose", EventRead: "read",
-	EventWAL: "wal", EventTransfer: "transfer", EventCampaign: "campaign",
+	EventWAL: "wal", EventTransfer: "transfer", EventCampaign: "campaign", EventFenceState: "fence-state",
 }
 
 func (k EventKind) String() string {
@@ -53,6 +57,7 @@ type Event struct {
 	Reads     []Read
 	Progress  wal.Progress
 	To        raft.NodeID
+	Reason    string // EventFenceState
 }
 
 // Proposal is one client write: Data becomes one log entry. Done is called

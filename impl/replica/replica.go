@@ -370,6 +370,9 @@ func (r *Replica) input(ev Event) {
 		if err := r.node.Campaign(); err != nil {
 			r.refusedPromotion(err)
 		}
+	case EventFenceState:
+		r.node.FenceStateDiverged(ev.Reason)
+		r.log.Error("replica: FENCE SET: the state check found my state diverged; no vote, no campaign until restarted", "why", ev.Reason)
 	}
 }
 

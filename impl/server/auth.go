@@ -39,6 +39,7 @@ var routeRoles = map[string]map[string]tlsauth.Role{
 	"/healthz":        {"": tlsauth.RoleNone},
 	"/readyz":         {"": tlsauth.RoleNone},
 	"/metrics":        {"": tlsauth.RoleRead}, // as much as /v1/status says
+	"/v1/statehash":   {"": tlsauth.RoleRead}, // the state check's (a member asks as a forwarder)
 	"/":               {"": tlsauth.RoleRead}, // no such path: a reader is told 404
 }
 

@@ -38,6 +38,7 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("/healthz", n.get(n.handleHealth))
 	mux.HandleFunc("/readyz", n.get(n.handleReady))
 	mux.Handle("/metrics", n.get(n.metricsHandler().ServeHTTP))
+	mux.HandleFunc("/v1/statehash", n.get(n.handleStateHash))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		n.fail(w, errorf(CodeNoSuchPath, "no such path %q (see docs/raftd.md)", r.URL.Path))
 	})

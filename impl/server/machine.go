@@ -16,7 +16,22 @@ import (
 type machine struct {
 	mu sync.RWMutex
 	st *kv.Store
+	// checkEvery: the state hash is recorded at every index that is a
+	// multiple of it (the state check's agreed indexes); checkpoints keeps
+	// the last checkpointsMax, oldest first.
+	checkEvery  uint64
+	checkpoints []checkpoint
+	// divergeAt (tests only): from this index on, the recorded hashes
+	// differ from the store's: a member whose state diverged, planted.
+	divergeAt uint64
 }
+
+type checkpoint struct {
+	index uint64
+	hash  uint64
+}
+
+const checkpointsMax = 64
 
 var _ replica.StateMachine = (*machine)(nil)
 
@@ -28,7 +43,40 @@ func newMachine(opts kv.Options) *machine { return &machine{st: kv.NewStore(opts
 func (m *machine) Apply(e raft.Entry) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.st.Apply(e.Index, e.Term, e.Data)
+	out := m.st.Apply(e.Index, e.Term, e.Data)
+	if m.checkEvery > 0 && e.Index%m.checkEvery == 0 {
+		h := m.st.Hash()
+		if m.divergeAt != 0 && e.Index >= m.divergeAt {
+			h ^= 0x5eed // the planted divergence
+		}
+		if len(m.checkpoints) == checkpointsMax {
+			m.checkpoints = append(m.checkpoints[:0], m.checkpoints[1:]...)
+		}
+		m.checkpoints = append(m.checkpoints, checkpoint{e.Index, h})
+	}
+	return out
+}
+
+// checkpointAt returns the hash recorded at index.
+func (m *machine) checkpointAt(index uint64) (uint64, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, c := range m.checkpoints {
+		if c.index == index {
+			return c.hash, true
+		}
+	}
+	return 0, false
+}
+
+// lastCheckpoint returns the newest checkpoint (index 0: none yet).
+func (m *machine) lastCheckpoint() checkpoint {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if len(m.checkpoints) == 0 {
+		return checkpoint{}
+	}
+	return m.checkpoints[len(m.checkpoints)-1]
 }
 
 // get reads key. The value is the store's own, never modified.

@@ -178,6 +178,12 @@ func (c stateCollector) collectFence(ch chan<- prometheus.Metric, st StatusBody)
 	}
 	ch <- gauge("durableraft_fenced", "1 when this node is fenced (any state but ELIGIBLE): no campaign, no promotion.", b2f(st.Fence != raft.OutcomeEligible.String()))
 	ch <- gauge("durableraft_wal_failed", "1 when the WAL failed (an fdatasync error): the node acknowledges nothing until restarted.", b2f(st.WALFailed))
+	ch <- gauge("durableraft_state_diverged", "1 when the state check found this node's KV state different from a majority's: fenced from voting and serving.", b2f(st.StateCheck.Diverged))
+	ch <- gauge("durableraft_state_check_index", "The last index the state check decided (match or diverged).", float64(st.StateCheck.LastIndex))
+	for _, o := range []checkOutcome{checkMatch, checkOdd, checkInconclusive} {
+		ch <- counter("durableraft_state_checks_total", "State check rounds by outcome (inconclusive: no majority of equal hashes; a failed report never counts as a match).",
+			c.n.check.rounds[o].Load(), "outcome", o.String())
+	}
 	ch <- gauge("durableraft_holding", "1 while the replica holds inputs for the disk.", b2f(st.Holding))
 }
 

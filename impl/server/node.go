@@ -77,6 +77,14 @@ type Config struct {
 	// their rules prevent. Tests only.
 	TestingCoreBugs    raft.Bug
 	TestingReplicaBugs replica.Bug
+	// StateCheckEvery: the KV state hash is recorded at every multiple of
+	// this index and compared across members (statecheck.go; default
+	// 1000); StateCheckInterval is how often a member checks (default 1s).
+	StateCheckEvery    uint64
+	StateCheckInterval time.Duration
+	// TestingDivergeAt plants a divergent member: from this index on its
+	// recorded state hashes differ (tests only).
+	TestingDivergeAt uint64
 	// TestingNoPreVote turns pre-vote off (--testing-bugs no-pre-vote): a
 	// node cut off from the leader then raises its term and disrupts the
 	// leader when it returns (conformance/proc's partition test shows it).
@@ -92,6 +100,12 @@ func (c *Config) defaults() {
 	}
 	if c.IdleNoop <= 0 {
 		c.IdleNoop = time.Second
+	}
+	if c.StateCheckEvery == 0 {
+		c.StateCheckEvery = 1000
+	}
+	if c.StateCheckInterval <= 0 {
+		c.StateCheckInterval = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -140,6 +154,7 @@ type Node struct {
 	lastProposeMs atomic.Int64
 	stats         Stats
 	metrics       *metrics
+	check         *stateCheck
 }
 
 // Stats are the node's client-side counters.
@@ -180,7 +195,8 @@ func Open(cfg Config) (*Node, error) {
 	} else if cfg.Insecure {
 		log.Warn("server: --insecure: listening without TLS", "client", cfg.ClientAddr, "peer", cfg.PeerAddr)
 	}
-	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, runDone: make(chan struct{}), metrics: newMetrics()}
+	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, runDone: make(chan struct{}), metrics: newMetrics(),
+		check: newStateCheck()}
 	n.metrics.reg.MustRegister(stateCollector{n})
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(); err != nil {
@@ -203,9 +219,9 @@ func (n *Node) open() error {
 	if n.clientAddr == "" {
 		n.clientAddr = n.clientL.Addr().String()
 	}
-	if cfg.TestingLossyFS || cfg.TestingCoreBugs != 0 || cfg.TestingReplicaBugs != 0 || cfg.TestingNoPreVote {
+	if cfg.TestingLossyFS || cfg.TestingCoreBugs != 0 || cfg.TestingReplicaBugs != 0 || cfg.TestingNoPreVote || cfg.TestingDivergeAt != 0 {
 		n.log.Warn("server: TESTING MODE: not for real data", "lossy_fs", cfg.TestingLossyFS, "fail_sync_file", cfg.TestingFailSyncFile,
-			"core_bugs", cfg.TestingCoreBugs.String(), "replica_bugs", cfg.TestingReplicaBugs.String(), "no_pre_vote", cfg.TestingNoPreVote)
+			"core_bugs", cfg.TestingCoreBugs.String(), "replica_bugs", cfg.TestingReplicaBugs.String(), "no_pre_vote", cfg.TestingNoPreVote, "diverge_at", cfg.TestingDivergeAt)
 	}
 	w, rec, err := wal.Open(timedFS{FS: cfg.FS, m: n.metrics}, filepath.Join(cfg.DataDir, "wal"), wal.Options{SyncDelay: cfg.WALSyncDelay,
 		Logger: n.log, ObserveFlush: func(records int) { n.metrics.flushes.Observe(float64(records)) }})
@@ -236,6 +252,7 @@ func (n *Node) open() error {
 		rc.Trace = n.trace
 	}
 	n.sm = newMachine(kv.Options{})
+	n.sm.checkEvery, n.sm.divergeAt = cfg.StateCheckEvery, cfg.TestingDivergeAt
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
 		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Now: time.Now, ObserveStage: n.metrics.observeStage})
 	if err != nil {
@@ -282,8 +299,9 @@ func (n *Node) Start() {
 	n.runCancel = cancel
 	go func() { defer close(n.runDone); n.run.Run(runCtx) }()
 	n.tr.Start()
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go func() { defer n.wg.Done(); n.acceptClients() }()
+	go func() { defer n.wg.Done(); n.stateChecks() }()
 	go func() {
 		defer n.wg.Done()
 		if err := n.httpSrv.Serve(n.httpL); err != nil && !errors.Is(err, http.ErrServerClosed) {

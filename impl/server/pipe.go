@@ -156,6 +156,10 @@ func (pc *pipeConn) handle(reqs []kvproto.Request) {
 			pc.answerOnce(rq.ID, p, e)
 			continue
 		}
+		if e := n.divergedRefusal(); e != nil {
+			pc.answerOnce(rq.ID, p, nil, e)
+			continue
+		}
 		switch rq.Op {
 		case kvproto.OpStaleRead:
 			a := n.read(context.Background(), rq.Key, true)

@@ -39,6 +39,9 @@ func (n *Node) propose(data [][]byte, done []func(proposed)) *Error {
 	if n.stopping.Load() {
 		return errorf(CodeStopping, "the node is stopping")
 	}
+	if e := n.divergedRefusal(); e != nil {
+		return e
+	}
 	ps := make([]replica.Proposal, len(data))
 	for k := range data {
 		d := done[k]
@@ -144,6 +147,9 @@ func (n *Node) read(ctx context.Context, key []byte, stale bool) readAnswer {
 	if len(key) == 0 || len(key) > kv.KeyBytesMax {
 		return readAnswer{err: errorf(CodeTooLarge, "key of %d bytes: keys are 1..%d bytes", len(key), kv.KeyBytesMax)}
 	}
+	if e := n.divergedRefusal(); e != nil {
+		return readAnswer{err: e}
+	}
 	if stale {
 		n.stats.StaleReads.Add(1)
 		v, rev, ok, _ := n.sm.get(key)
@@ -166,6 +172,15 @@ func (n *Node) read(ctx context.Context, key []byte, stale bool) readAnswer {
 	case <-n.runDone:
 		return readAnswer{err: errorf(CodeStopping, "the node stopped")}
 	}
+}
+
+// divergedRefusal refuses every client request of a member whose state
+// the state check found diverged (fenced from serving until restarted).
+func (n *Node) divergedRefusal() *Error {
+	if !n.check.diverged.Load() {
+		return nil
+	}
+	return errorf(CodeFenced, "this node's state diverged from the majority's (state check): it serves nothing until restarted")
 }
 
 // leaderOf fills in the leader's client address of e.

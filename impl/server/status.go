@@ -51,6 +51,8 @@ type StatusBody struct {
 	Peers     []transport.PeerStatus              `json:"peers"`
 	Server    map[string]uint64                   `json:"server_stats"`
 	Testing   TestingBody                         `json:"testing"`
+	// StateCheck is the cross-replica state check (statecheck.go).
+	StateCheck StateCheckBody `json:"state_check"`
 	// TLS is the credentials in use (absent without TLS); Insecure says
 	// the node was told to listen beyond loopback without TLS.
 	TLS      *tlsauth.Status `json:"tls,omitempty"`
@@ -94,6 +96,8 @@ func notServing(st replica.Status) string {
 		return "the WAL failed: " + st.Failure
 	case st.WALFailed:
 		return "the WAL failed"
+	case st.StateFenced != "":
+		return "fenced: STATE DIVERGED: " + st.StateFenced
 	case st.Fence != raft.OutcomeEligible:
 		why := "fenced: " + st.Fence.String()
 		if st.FenceRow != "" {
@@ -150,6 +154,7 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 	if st.Lead != raft.None {
 		b.LeaderAddr = n.tr.ClientAddr(st.Lead)
 	}
+	b.StateCheck = n.stateCheckStatus()
 	if n.cfg.TLS != nil {
 		ts := n.cfg.TLS.Status()
 		b.TLS = &ts
