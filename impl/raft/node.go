@@ -62,7 +62,7 @@ type Node struct {
 	// restart rebuilds the state machine from the log and checks again).
 	stateFenced       bool
 	stateFencedReason string
-	votesRefused  uint64 // vote requests a lost hard state refused, for the alert
+	votesRefused      uint64 // vote requests a lost hard state refused, for the alert
 
 	policyRow    *policyRow
 	alertElapsed int
