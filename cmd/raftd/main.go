@@ -42,6 +42,8 @@ func run(args []string, stderr io.Writer) int {
 		logLevel      = fs.String("log-level", "info", "debug, info, warn or error")
 		lossy         = fs.Bool("testing-lossy-fs", false, "TESTS ONLY: keep unsynced writes in memory (kill -9 loses them)")
 		syncMs        = fs.Int("testing-sync-ms", 0, "TESTS ONLY, with --testing-lossy-fs: every fdatasync takes this long (a slow device)")
+		checkEvery    = fs.Uint64("state-check-every", 1000, "compare the KV state hash across members at every multiple of this index")
+		divergeAt     = fs.Uint64("testing-diverge-at", 0, "TESTS ONLY: from this index on, this node's recorded state hashes differ (a planted divergent member)")
 		failSync      = fs.String("testing-fail-sync-file", "", "TESTS ONLY, with --testing-lossy-fs: while this file exists every fdatasync fails with EIO (a failing disk)")
 		bugs          = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
 		snapshotEvery = fs.Int("snapshot-entries", 0, "snapshot thresholds: not implemented yet (issue 11); must be 0")
@@ -71,7 +73,8 @@ func run(args []string, stderr io.Writer) int {
 	}
 	cfg := server.Config{ID: raft.NodeID(*id), DataDir: *data, ClientAddr: *listenClient, PeerAddr: *listenPeer,
 		AdvertiseClient: *advertise, ClusterToken: *token, WALSyncDelay: time.Duration(*walSyncMs) * time.Millisecond,
-		TraceDir: *traceDir, TickInterval: time.Duration(*tickMs) * time.Millisecond, RequestTimeout: *reqTimeout, Logger: logger}
+		TraceDir: *traceDir, TickInterval: time.Duration(*tickMs) * time.Millisecond, RequestTimeout: *reqTimeout, Logger: logger,
+		StateCheckEvery: *checkEvery, TestingDivergeAt: *divergeAt}
 	if *peers != "" {
 		if cfg.InitialPeers, err = server.ParsePeers(*peers); err != nil {
 			fmt.Fprintln(stderr, "raftd:", err)

@@ -87,6 +87,7 @@ type TestingBody struct {
 	CoreBugs     string `json:"core_bugs,omitempty"`
 	ReplicaBugs  string `json:"replica_bugs,omitempty"`
 	NoPreVote    bool   `json:"no_pre_vote,omitempty"`
+	DivergeAt    uint64 `json:"diverge_at,omitempty"`
 }
 
 // notServing says why st will not serve, "" when it will.
@@ -149,7 +150,7 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 			"idle_noops": n.stats.IdleNoops.Load(), "pipe_connections": n.stats.PipeConns.Load(), "pipe_bad_frames": n.stats.PipeBadFrames.Load(),
 			"tls_handshakes_failed": n.stats.TLSHandshakesFailed.Load(), "auth_refused": n.stats.AuthRefused.Load(),
 		},
-		Testing: TestingBody{LossyFS: n.cfg.TestingLossyFS, FailSyncFile: n.cfg.TestingFailSyncFile, CoreBugs: n.cfg.TestingCoreBugs.String(), ReplicaBugs: n.cfg.TestingReplicaBugs.String(), NoPreVote: n.cfg.TestingNoPreVote},
+		Testing: TestingBody{LossyFS: n.cfg.TestingLossyFS, FailSyncFile: n.cfg.TestingFailSyncFile, CoreBugs: n.cfg.TestingCoreBugs.String(), ReplicaBugs: n.cfg.TestingReplicaBugs.String(), NoPreVote: n.cfg.TestingNoPreVote, DivergeAt: n.cfg.TestingDivergeAt},
 	}
 	if st.Lead != raft.None {
 		b.LeaderAddr = n.tr.ClientAddr(st.Lead)
