@@ -38,7 +38,7 @@ test-tlc:
 
 ## proc-traces: every real-process run of conformance/proc with raftd
 ## --trace on every node, the per-node traces merged and checked against
-## the spec after each run (make test traces the failing-disk and
+## the spec after each run (make test traces the failing-disk, state-check and
 ## no-pre-vote runs only: checking a run costs about 1.5 s per 2,500
 ## events). About 3 minutes on 2 cores.
 proc-traces:
