@@ -9,6 +9,7 @@ import (
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/tlsauth"
 )
 
 // TestDecideState: the decision table of a round. A failed or missing
@@ -150,6 +151,33 @@ func TestStateCheckMissingReportNoMatch(t *testing.T) {
 	for _, id := range []raft.NodeID{1, 2} {
 		if s := tc.nodes[id].stateCheckStatus(); s.Diverged || s.Matches != 0 {
 			t.Fatalf("node %d with one differing and one missing report: %+v", id, s)
+		}
+	}
+}
+
+// TestStateCheckTLS: with mutual TLS the members' hash requests pass the
+// gate (as a member forwarding a reader's request): every member matches,
+// and no node logs a refusal.
+func TestStateCheckTLS(t *testing.T) {
+	tc := newTLSCluster(t, 3, func(c *Config) { c.StateCheckEvery, c.StateCheckInterval = 5, 20 * time.Millisecond })
+	lead := tc.leader()
+	w := httpsClient(tc.client("app", tlsauth.RoleWrite), false)
+	for k := 0; k < 12; k++ {
+		if r := tc.eventually(w, "PUT", lead, "/v1/kv/k", "v"); r.status != 200 {
+			t.Fatalf("put: %d %s", r.status, r.body)
+		}
+	}
+	waitFor(t, func() bool {
+		for id := raft.NodeID(1); id <= 3; id++ {
+			if tc.nodes[id].stateCheckStatus().Matches == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for id := raft.NodeID(1); id <= 3; id++ {
+		if n := tc.logs[id].count("request refused"); n != 0 {
+			t.Fatalf("node %d refused %d requests", id, n)
 		}
 	}
 }

@@ -55,7 +55,7 @@ type tlsCluster struct {
 	logs map[raft.NodeID]*logBuf
 }
 
-func newTLSCluster(t *testing.T, size int) *tlsCluster {
+func newTLSCluster(t *testing.T, size int, edits ...func(*Config)) *tlsCluster {
 	t.Helper()
 	tc := &tlsCluster{t: t, dir: t.TempDir(), cdir: t.TempDir(), logs: map[raft.NodeID]*logBuf{}}
 	for id := raft.NodeID(1); id <= raft.NodeID(size); id++ {
@@ -76,6 +76,9 @@ func newTLSCluster(t *testing.T, size int) *tlsCluster {
 		})
 		c.TLS = tc.issueIn(tc.dir, tlsauth.NodeIdentity(tc.ca.Cluster, uint64(c.ID)))
 		c.Logger = slog.New(slog.NewTextHandler(tc.logs[c.ID], nil))
+		for _, e := range edits {
+			e(c)
+		}
 	})
 	return tc
 }
