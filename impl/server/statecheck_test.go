@@ -159,7 +159,7 @@ func TestStateCheckMissingReportNoMatch(t *testing.T) {
 // gate (as a member forwarding a reader's request): every member matches,
 // and no node logs a refusal.
 func TestStateCheckTLS(t *testing.T) {
-	tc := newTLSCluster(t, 3, func(c *Config) { c.StateCheckEvery, c.StateCheckInterval = 5, 20 * time.Millisecond })
+	tc := newTLSCluster(t, 3, func(c *Config) { c.StateCheckEvery, c.StateCheckInterval = 5, 20*time.Millisecond })
 	lead := tc.leader()
 	w := httpsClient(tc.client("app", tlsauth.RoleWrite), false)
 	for k := 0; k < 12; k++ {
