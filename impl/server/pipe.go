@@ -157,7 +157,7 @@ func (pc *pipeConn) handle(reqs []kvproto.Request) {
 			continue
 		}
 		if e := n.divergedRefusal(); e != nil {
-			pc.answerOnce(rq.ID, p, nil, e)
+			pc.answerOnce(rq.ID, p, e)
 			continue
 		}
 		switch rq.Op {
