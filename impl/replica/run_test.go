@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -113,6 +114,39 @@ func TestRunnerCluster(t *testing.T) {
 		}
 	}
 	const clients, each = 8, 25
+	// A loaded machine (this runs under -race beside other tests) may
+	// depose the leader mid-run: check-quorum with 50 ms election
+	// timeouts. ErrNotLeader and ErrLost are definite (the entry was not
+	// appended, or was overwritten uncommitted), so the proposal goes to
+	// the next runner, bounded by the deadline; any other error fails.
+	var leaderMu sync.Mutex
+	propose := func(data string) error {
+		for k := 0; ; k++ {
+			leaderMu.Lock()
+			rn := leader
+			leaderMu.Unlock()
+			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+			res, err := rn.Propose(pctx, []byte(data))
+			pcancel()
+			if err == nil {
+				if string(res.Value) != data {
+					return fmt.Errorf("result %q for %q", res.Value, data)
+				}
+				return nil
+			}
+			if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrLost) {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no leader took %q within 20s: %w", data, err)
+			}
+			leaderMu.Lock()
+			if leader == rn {
+				leader = net.runners[ids[k%len(ids)]]
+			}
+			leaderMu.Unlock()
+		}
+	}
 	var pwg sync.WaitGroup
 	errs := make(chan error, clients*each)
 	for c := 0; c < clients; c++ {
@@ -120,14 +154,7 @@ func TestRunnerCluster(t *testing.T) {
 		go func() {
 			defer pwg.Done()
 			for k := 0; k < each; k++ {
-				data := fmt.Sprintf("c%d-%d", c, k)
-				pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-				res, err := leader.Propose(pctx, []byte(data))
-				pcancel()
-				if err == nil && string(res.Value) != data {
-					err = fmt.Errorf("result %q for %q", res.Value, data)
-				}
-				if err != nil {
+				if err := propose(fmt.Sprintf("c%d-%d", c, k)); err != nil {
 					errs <- err
 					return
 				}
