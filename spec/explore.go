@@ -24,6 +24,15 @@ type Options struct {
 	// MaxDistinct stops the search (result incomplete) past this many
 	// distinct states; 0 means no limit.
 	MaxDistinct int64
+	// Symmetry counts one state per class of states equal up to a renaming
+	// of the servers, as TLC's SYMMETRY Permutations(Server), and with
+	// SymmetryValues also of the values (the group TLC's Permutations(Server)
+	// and Permutations(Value) compose to): symmetry.go.
+	Symmetry, SymmetryValues bool
+	// Merge identifies states that differ only in variables nothing reads
+	// before overwriting them, and in write-only history (symmetry.go). The
+	// counts are no longer TLC's; every violation is still a real one.
+	Merge bool
 }
 
 // Step is one step of a behaviour: the action that led to State (the zero
@@ -78,6 +87,23 @@ type explorer struct {
 	violation *pendingViolation
 }
 
+// worker is one expanding goroutine's scratch space.
+type worker struct {
+	scratch *State
+	canon   *canonicalizer
+	buf     []byte
+}
+
+func (x *explorer) newWorker() *worker {
+	return &worker{scratch: new(State), canon: newCanonicalizer(x.m, x.opt.Symmetry, x.opt.SymmetryValues, x.opt.Merge)}
+}
+
+// fingerprintOf is the fingerprint under which s is (or would be) stored.
+func (x *explorer) fingerprintOf(w *worker, s *State) uint64 {
+	w.buf = w.canon.encode(w.buf[:0], s)
+	return Fingerprint(w.buf)
+}
+
 type pendingViolation struct {
 	inv, detail string
 	parentFP    uint64
@@ -104,7 +130,7 @@ func Explore(m *Model, opt Options) (*Result, error) {
 	start := time.Now()
 
 	init := m.Init()
-	enc := m.Encode(nil, init)
+	enc := x.newWorker().canon.encode(nil, init)
 	x.generated.Add(1)
 	x.check(init, 0, Label{})
 	level := &levelQueue{}
@@ -149,19 +175,67 @@ func Explore(m *Model, opt Options) (*Result, error) {
 		Reached:   x.sometimes.results(),
 	}
 	if v := x.violation; v != nil {
-		trace, err := x.pathTo(v.parentFP)
-		if err != nil {
+		var err error
+		if res.Violation, err = x.violationTrace(v); err != nil {
 			return nil, err
 		}
-		res.Violation = &Violation{Invariant: v.inv, Detail: v.detail,
-			Trace: append(trace, Step{Label: v.label, State: v.state})}
 	}
 	for k := range res.Reached {
 		if r := &res.Reached[k]; r.Found {
-			r.witnessTrace = x.witness(r)
+			r.witnessTrace = x.witness(r, x.sometimes.props[k])
 		}
 	}
 	return res, nil
+}
+
+// violationTrace rebuilds the behaviour that breaks v's invariant. With
+// symmetry or merging the replayed states are not the explored
+// representatives but real states of their classes, so the invariant is
+// checked again on the replayed last state and its detail is that state's.
+func (x *explorer) violationTrace(v *pendingViolation) (*Violation, error) {
+	if v.parentFP == 0 && v.label.Action == 0 {
+		return &Violation{Invariant: v.inv, Detail: v.detail, Trace: []Step{{State: v.state}}}, nil
+	}
+	var inv Invariant
+	for _, i := range x.invs {
+		if i.Name == v.inv {
+			inv = i
+		}
+	}
+	trace, err := x.pathTo(v.parentFP)
+	if err != nil {
+		return nil, err
+	}
+	detail := ""
+	trace, err = x.lastStep(trace, v.state, func(_ *State, _ Label, n *State) bool {
+		detail = inv.Check(x.m, n)
+		return detail != ""
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Violation{Invariant: v.inv, Detail: detail, Trace: trace}, nil
+}
+
+// lastStep extends trace by a step into the class of target that ok
+// accepts.
+func (x *explorer) lastStep(trace []Step, target *State, ok func(pre *State, l Label, n *State) bool) ([]Step, error) {
+	w := x.newWorker()
+	want := x.fingerprintOf(w, target)
+	if len(trace) == 0 {
+		trace = []Step{{State: x.m.Init()}}
+	}
+	cur := trace[len(trace)-1].State
+	var found *Step
+	x.m.Next(cur, func(n State, l Label) {
+		if found == nil && x.fingerprintOf(w, &n) == want && ok(cur, l, &n) {
+			found = &Step{Label: l, State: &n}
+		}
+	})
+	if found == nil {
+		return nil, fmt.Errorf("spec: cannot replay the last step of the behaviour (%d steps)", len(trace))
+	}
+	return append(trace, *found), nil
 }
 
 // expandLevel expands every state of one BFS level with the workers and
@@ -175,8 +249,7 @@ func (x *explorer) expandLevel(level *levelQueue) *levelQueue {
 		go func() {
 			defer wg.Done()
 			out := blockWriter{q: next}
-			var buf []byte
-			scratch := new(State)
+			w := x.newWorker()
 			for !x.stop.Load() {
 				k := int(cursor.Add(1)) - 1
 				if k >= len(level.blocks) {
@@ -184,7 +257,7 @@ func (x *explorer) expandLevel(level *levelQueue) *levelQueue {
 				}
 				eachRecord(level.blocks[k], func(enc []byte) {
 					if !x.stop.Load() {
-						buf = x.expand(string(enc), &out, buf, scratch)
+						x.expand(string(enc), &out, w)
 						x.queued.Add(-1)
 					}
 				})
@@ -197,9 +270,9 @@ func (x *explorer) expandLevel(level *levelQueue) *levelQueue {
 	return next
 }
 
-// expand generates the successors of one state. scratch holds each
+// expand generates the successors of one state. w.scratch holds each
 // successor while it is checked, so that successors are not allocated.
-func (x *explorer) expand(enc string, out *blockWriter, buf []byte, scratch *State) []byte {
+func (x *explorer) expand(enc string, out *blockWriter, w *worker) {
 	m := x.m
 	s, err := m.Decode(enc)
 	assert(err == nil, "decoding a queued state: %v", err)
@@ -207,14 +280,13 @@ func (x *explorer) expand(enc string, out *blockWriter, buf []byte, scratch *Sta
 	var generated, distinct int64
 	m.Next(s, func(succ State, l Label) {
 		generated++
-		*scratch = succ
-		n := scratch
+		*w.scratch = succ
+		n := w.scratch
 		isNew := true
 		inBounds := m.InBounds(n)
 		var fp uint64
 		if inBounds {
-			buf = m.Encode(buf[:0], n)
-			fp = Fingerprint(buf)
+			fp = x.fingerprintOf(w, n)
 			isNew = x.visited.insert(fp, parentFP)
 		}
 		if inBounds {
@@ -227,12 +299,11 @@ func (x *explorer) expand(enc string, out *blockWriter, buf []byte, scratch *Sta
 		if inBounds {
 			distinct++
 			x.sometimes.state(m, n, parentFP, l, fp)
-			out.add(buf)
+			out.add(w.buf)
 		}
 	})
 	x.generated.Add(generated)
 	x.distinct.Add(distinct)
-	return buf
 }
 
 // check evaluates the invariants on a generated state.
@@ -253,7 +324,10 @@ func (x *explorer) check(s *State, parentFP uint64, l Label) {
 
 // pathTo rebuilds the behaviour from Init to the state with fingerprint fp
 // by walking the recorded parents back, then replaying Next forward to
-// recover each step's label and state.
+// recover each step's label and state. Each step goes to a successor of the
+// replayed state in the class of the recorded one (with symmetry or
+// merging, not necessarily the representative explored): the trace is a
+// behaviour of the spec, never a sequence of representatives.
 func (x *explorer) pathTo(fp uint64) ([]Step, error) {
 	init := x.m.Init()
 	if fp == 0 { // the violating state is initial
@@ -270,16 +344,17 @@ func (x *explorer) pathTo(fp uint64) ([]Step, error) {
 	}
 	trace := []Step{{State: init}}
 	cur := init
-	var buf []byte
+	w := x.newWorker()
 	for k := len(fps) - 2; k >= 0; k-- {
 		target := fps[k]
 		var found *Step
 		x.m.Next(cur, func(n State, l Label) {
-			if found != nil || !x.m.InBounds(&n) {
+			// Merged states are in bounds as first reached: a replayed
+			// member of the class may lie outside (docs/explorer.md).
+			if found != nil || (!x.opt.Merge && !x.m.InBounds(&n)) {
 				return
 			}
-			buf = x.m.Encode(buf[:0], &n)
-			if Fingerprint(buf) == target {
+			if x.fingerprintOf(w, &n) == target {
 				found = &Step{Label: l, State: &n}
 			}
 		})

@@ -214,7 +214,7 @@ func (t *sometimesTracker) results() []Reachability {
 	return append([]Reachability(nil), t.res...)
 }
 
-func (x *explorer) witness(r *Reachability) []Step {
+func (x *explorer) witness(r *Reachability, p Sometimes) []Step {
 	if r.witnessParent == 0 && r.witnessLabel.Action == 0 {
 		return []Step{{State: r.witnessState}}
 	}
@@ -222,7 +222,16 @@ func (x *explorer) witness(r *Reachability) []Step {
 	if err != nil {
 		return nil
 	}
-	return append(trace, Step{Label: r.witnessLabel, State: r.witnessState})
+	trace, err = x.lastStep(trace, r.witnessState, func(pre *State, l Label, n *State) bool {
+		if p.Step != nil {
+			return p.Step(x.m, pre, l, n)
+		}
+		return p.State(x.m, n)
+	})
+	if err != nil {
+		return nil
+	}
+	return trace
 }
 
 // CheckReached returns an error naming the first of the wanted properties

@@ -127,6 +127,8 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	witnessDir := fs.String("witness-dir", "", "write a trace reaching each reached property into this directory")
 	progress := fs.Duration("progress", time.Minute, "interval between progress lines on stderr")
 	maxDistinct := fs.Int64("max-distinct", 0, "stop after this many distinct states (result=incomplete); 0 = no limit")
+	symmetry := fs.String("symmetry", "", "count one state per class under renamings: 'servers' (TLC's SYMMETRY Permutations(Server)) or 'servers,values'")
+	merge := fs.Bool("merge", false, "merge states that differ only in variables nothing reads (dead leader/candidate state, write-only history); counts are no longer TLC's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -134,12 +136,17 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "raftspec explore: %v, workers=%d\n", m.Config, *workers)
+	symServers, symValues, err := parseSymmetry(*symmetry)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "raftspec explore: %v, workers=%d%s\n", m.Config, *workers, reductionNote(*symmetry, *merge))
 	if err := printInvariants(m, *invariant, stderr); err != nil {
 		return err
 	}
 	res, err := spec.Explore(m, spec.Options{Workers: *workers, Invariant: *invariant,
-		Progress: stderr, ProgressEvery: *progress, MaxDistinct: *maxDistinct})
+		Progress: stderr, ProgressEvery: *progress, MaxDistinct: *maxDistinct,
+		Symmetry: symServers, SymmetryValues: symValues, Merge: *merge})
 	if err != nil {
 		return err
 	}
@@ -171,6 +178,29 @@ func explore(args []string, stdout, stderr io.Writer) error {
 		return exitError(1)
 	}
 	return nil
+}
+
+func parseSymmetry(s string) (servers, values bool, err error) {
+	switch s {
+	case "", "none":
+		return false, false, nil
+	case "servers":
+		return true, false, nil
+	case "servers,values", "all":
+		return true, true, nil
+	}
+	return false, false, fmt.Errorf("-symmetry %q: want servers or servers,values", s)
+}
+
+func reductionNote(symmetry string, merge bool) string {
+	s := ""
+	if symmetry != "" && symmetry != "none" {
+		s += " symmetry=" + symmetry
+	}
+	if merge {
+		s += " merge"
+	}
+	return s
 }
 
 func simulate(args []string, stdout, stderr io.Writer) error {
