@@ -62,6 +62,9 @@ type canonicalizer struct {
 	msgs     []BagEntry
 	els      []Election
 	all      []Log
+
+	mergedEls  []Election
+	mergedMsgs []BagEntry
 }
 
 func newCanonicalizer(m *Model, symmetry, values, merge bool) *canonicalizer {
@@ -93,7 +96,9 @@ func (c *canonicalizer) encode(b []byte, s *State) []byte {
 	if !c.symmetry {
 		return c.m.Encode(b, src)
 	}
-	c.sortServers(src)
+	if c.sortServers(src) && len(c.valPerms) == 1 {
+		return c.m.Encode(b, src) // one renaming to try, and it renames nothing
+	}
 	c.best = c.best[:0]
 	first := true
 	for _, val := range c.valPerms {
@@ -132,12 +137,21 @@ func (c *canonicalizer) serverKey(k []byte, s *State, i ServerID) []byte {
 	return append(k, s.DurableLen[i], s.LearnedCommit[i], byte(s.Verdict[i]), s.TruncatedAtTerm[i], byte(s.StaleLog[i].Len()))
 }
 
-func (c *canonicalizer) sortServers(s *State) {
+// sortServers orders the servers by key and reports whether the only
+// renaming to try is the identity: the keys are distinct and already in
+// order.
+func (c *canonicalizer) sortServers(s *State) bool {
 	c.order = append(c.order[:0], c.m.servers...)
 	for _, i := range c.order {
 		c.keys[i] = c.serverKey(c.keys[i], s, i)
 	}
 	slices.SortStableFunc(c.order, func(a, b ServerID) int { return bytes.Compare(c.keys[a], c.keys[b]) })
+	for k := 1; k < len(c.order); k++ {
+		if c.order[k] != c.order[k-1]+1 || bytes.Equal(c.keys[c.order[k-1]], c.keys[c.order[k]]) {
+			return false
+		}
+	}
+	return true
 }
 
 // eachServerRenaming sets c.cand.srv to every renaming that maps the
@@ -170,9 +184,31 @@ func (c *canonicalizer) eachServerRenaming(f func()) {
 	rec(0, 0)
 }
 
-// forEachPermutation calls f with every permutation of 0..n-1 (Heap's
-// algorithm); f must not keep p.
+// permutationTable[n] lists every permutation of 0..n-1, for the sizes of
+// a run of equal keys.
+var permutationTable = func() [MaxServers + 1][][]int {
+	var t [MaxServers + 1][][]int
+	for n := range t {
+		heapPermutations(n, func(p []int) { t[n] = append(t[n], slices.Clone(p)) })
+	}
+	return t
+}()
+
+// forEachPermutation calls f with every permutation of 0..n-1; f must not
+// keep or change p.
 func forEachPermutation(n int, f func(p []int)) {
+	if n < len(permutationTable) {
+		for _, p := range permutationTable[n] {
+			f(p)
+		}
+		return
+	}
+	heapPermutations(n, f)
+}
+
+// heapPermutations calls f with every permutation of 0..n-1 (Heap's
+// algorithm).
+func heapPermutations(n int, f func(p []int)) {
 	p := make([]int, n)
 	for k := range p {
 		p[k] = k
@@ -290,7 +326,7 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 }
 
 // mergeInto sets dst to s with the merged variables (above) at fixed
-// values.
+// values. dst's slices are the canonicalizer's scratch.
 func (c *canonicalizer) mergeInto(dst, s *State) {
 	*dst = *s
 	for _, i := range c.m.servers {
@@ -307,19 +343,21 @@ func (c *canonicalizer) mergeInto(dst, s *State) {
 		dst.VoterLog[i] = ""
 	}
 	if len(s.Elections) > 0 {
-		els := make([]Election, 0, len(s.Elections))
+		els := c.mergedEls[:0]
 		for _, e := range s.Elections {
 			els = append(els, Election{Eterm: e.Eterm, Eleader: e.Eleader, Elog: e.Elog})
 		}
 		slices.SortFunc(els, func(a, b Election) int { return compareElection(&a, &b) })
+		c.mergedEls = els
 		dst.Elections = slices.CompactFunc(els, func(a, b Election) bool { return compareElection(&a, &b) == 0 })
 	}
 	if len(s.Messages) > 0 {
-		msgs := make([]BagEntry, 0, len(s.Messages))
+		msgs := c.mergedMsgs[:0]
 		for _, e := range s.Messages {
 			e.M.Mlog = ""
 			msgs = append(msgs, e)
 		}
+		c.mergedMsgs = msgs
 		slices.SortStableFunc(msgs, func(a, b BagEntry) int { return compareMessage(&a.M, &b.M) })
 		out := msgs[:1]
 		for _, e := range msgs[1:] {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -281,5 +282,27 @@ func TestSymmetricCounterexamplesReplay(t *testing.T) {
 		if r.Found {
 			checkSteps(t, m, r.Witness())
 		}
+	}
+}
+
+// BenchmarkExploreSymmetric is BenchmarkExploreRaft3 with symmetry (and
+// with merging): 397,346 classes of its 2,379,781 states.
+func BenchmarkExploreSymmetric(b *testing.B) {
+	m, err := NewModel(tlcRaftCounts[2].cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, opt := range []Options{{Symmetry: true}, {Symmetry: true, Merge: true}} {
+		b.Run(fmt.Sprintf("merge=%v", opt.Merge), func(b *testing.B) {
+			for b.Loop() {
+				opt.Workers = 1
+				res, err := Explore(m, opt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(res.Distinct)/res.Elapsed.Seconds(), "distinct/s")
+				b.ReportMetric(float64(res.Generated)/res.Elapsed.Seconds(), "generated/s")
+			}
+		})
 	}
 }
