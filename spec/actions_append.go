@@ -73,6 +73,9 @@ func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j 
 	log := s.Log[i]
 	prev := int(msg.MprevLogIndex)
 	logOk := prev == 0 || (prev <= log.Len() && msg.MprevLogTerm == log.Term(prev))
+	if m.Has(BugAppendIgnoresLogOk) {
+		logOk = true
+	}
 	label := LabelOf[T, L]{Action: ActHandleAppendEntriesRequest, I: i, J: j, Msg: msg}
 	if !m.rejectOrReturnToFollower(s, i, j, msg, logOk, label, emit) {
 		return

@@ -17,6 +17,8 @@ import "fmt"
 //	/\ nextIndex'      = [nextIndex EXCEPT ![i] = [j \in Server |-> 1]]
 //	/\ matchIndex'     = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
 //	/\ commitIndex'    = [commitIndex EXCEPT ![i] = 0]
+//
+// With BugRestartForgetsVote, votedFor is volatile too: it comes back Nil.
 func (m *Machine[T, L, V]) resetVolatile(n *StateOf[T, L, V], i ServerID) {
 	n.State[i] = Follower
 	n.VotesResponded[i] = 0
@@ -27,6 +29,9 @@ func (m *Machine[T, L, V]) resetVolatile(n *StateOf[T, L, V], i ServerID) {
 		n.MatchIndex[i][j] = 0
 	}
 	n.CommitIndex[i] = 0
+	if m.Has(BugRestartForgetsVote) {
+		n.VotedFor[i] = Nil
+	}
 }
 
 // Restart is raft.tla's Restart(i): server i restarts from stable storage,
@@ -289,7 +294,7 @@ func (m *Machine[T, L, V]) AdvanceCommitIndex(s *StateOf[T, L, V], i ServerID, e
 		}
 	}
 	newCommitIndex := s.CommitIndex[i]
-	if agreeMax > 0 && log.Term(agreeMax) == s.CurrentTerm[i] {
+	if agreeMax > 0 && log.Term(agreeMax) == m.commitTerm(s, i, agreeMax) {
 		newCommitIndex = T(agreeMax)
 	}
 	n := *s
@@ -301,6 +306,16 @@ func (m *Machine[T, L, V]) AdvanceCommitIndex(s *StateOf[T, L, V], i ServerID, e
 		}
 	}
 	emit(n, LabelOf[T, L]{Action: ActAdvanceCommitIndex, I: i})
+}
+
+// commitTerm is the term that entry index of leader i's log must have for
+// AdvanceCommitIndex to commit it: currentTerm[i]; with BugCommitPriorTerm,
+// whatever term it has.
+func (m *Machine[T, L, V]) commitTerm(s *StateOf[T, L, V], i ServerID, index int) T {
+	if m.Has(BugCommitPriorTerm) {
+		return s.Log[i].Term(index)
+	}
+	return s.CurrentTerm[i]
 }
 
 // recordCommitted is
@@ -359,9 +374,18 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		return
 	}
 	mine := m.advertisedLog(s, i)
-	logOk := msg.MlastLogTerm > mine.LastTerm() ||
-		(msg.MlastLogTerm == mine.LastTerm() && int(msg.MlastLogIndex) >= mine.Len())
-	grant := msg.Mterm == s.CurrentTerm[i] && logOk && (s.VotedFor[i] == Nil || s.VotedFor[i] == j)
+	// The bug switches are statements of their own, so that the mutants of
+	// the rules (docs/mutation.md) are the same with or without them.
+	indexOk := int(msg.MlastLogIndex) >= mine.Len()
+	if m.Has(BugVoteIgnoresLogIndex) {
+		indexOk = true
+	}
+	logOk := msg.MlastLogTerm > mine.LastTerm() || (msg.MlastLogTerm == mine.LastTerm() && indexOk)
+	voteOk := s.VotedFor[i] == Nil || s.VotedFor[i] == j
+	if m.Has(BugVoteIgnoresVotedFor) {
+		voteOk = true
+	}
+	grant := msg.Mterm == s.CurrentTerm[i] && logOk && voteOk
 	if m.durable() {
 		if !m.Has(BugNoVoterLearnedFloor) && msg.MlastLogIndex < s.LearnedCommit[i] {
 			grant = false

@@ -34,10 +34,12 @@ func ParseProfile(s string) (Profile, error) {
 	return 0, fmt.Errorf("unknown profile %q (want raft or durable)", s)
 }
 
-// Bug switches off one fix of the durable profile so that the failure it
-// prevents can be replayed. docs/durable-raft.md records, for each, the
-// smallest bounds at which the explorer finds the violation.
-type Bug uint16
+// Bug switches off one fix of the durable profile, or one rule of raft.tla
+// itself (the classic bugs, below), so that the failure it prevents can be
+// replayed. docs/durable-raft.md records, for each fix, the smallest bounds
+// at which the explorer finds the violation; docs/explorer.md, "The classic
+// bugs", the runs that find the classic ones (make reach).
+type Bug uint32
 
 // The fixes that can be switched off.
 const (
@@ -77,7 +79,35 @@ const (
 	// TruncateSuffix without the driver's sync, docs/refinement.md).
 	BugTruncationNotSynced
 
+	// The classic bugs: one rule of raft.tla itself removed (issue 20).
+	// Each is a switch of either profile.
+
+	// BugVoteIgnoresLogIndex: the up-to-date check of
+	// HandleRequestVoteRequest without its index clause: a voter grants a
+	// candidate whose last term equals its own, however short its log.
+	BugVoteIgnoresLogIndex
+	// BugCommitPriorTerm: AdvanceCommitIndex without its current-term
+	// condition: a leader commits an entry of an earlier term by counting
+	// replicas (Figure 8 of the Raft paper).
+	BugCommitPriorTerm
+	// BugAppendIgnoresLogOk: HandleAppendEntriesRequest treats logOk as
+	// true: a follower accepts entries (and acknowledges a match) whatever
+	// it holds at mprevLogIndex (the production batch handler keeps it).
+	BugAppendIgnoresLogOk
+	// BugVoteIgnoresVotedFor: a server grants a vote whatever votedFor
+	// says, so it may vote twice in one term.
+	BugVoteIgnoresVotedFor
+	// BugQuorumHalf: a quorum is half of the servers
+	// (Cardinality(q) * 2 >= Cardinality(Server)).
+	BugQuorumHalf
+	// BugRestartForgetsVote: a restart (Restart, Crash, Corrupt) keeps the
+	// term but loses the vote: votedFor comes back Nil.
+	BugRestartForgetsVote
+
 	bugEnd
+
+	classicBugs = BugVoteIgnoresLogIndex | BugCommitPriorTerm | BugAppendIgnoresLogOk |
+		BugVoteIgnoresVotedFor | BugQuorumHalf | BugRestartForgetsVote
 )
 
 var bugNames = map[Bug]string{
@@ -91,6 +121,12 @@ var bugNames = map[Bug]string{
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
 	BugVolatileLearnedCommit:       "volatile-learned-commit",
 	BugTruncationNotSynced:         "truncation-not-synced",
+	BugVoteIgnoresLogIndex:         "vote-ignores-log-index",
+	BugCommitPriorTerm:             "commit-prior-term",
+	BugAppendIgnoresLogOk:          "append-ignores-logok",
+	BugVoteIgnoresVotedFor:         "vote-ignores-votedfor",
+	BugQuorumHalf:                  "quorum-half",
+	BugRestartForgetsVote:          "restart-forgets-vote",
 }
 
 func (b Bug) String() string {
@@ -175,8 +211,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max-msgs=%d: want >= 0", c.MaxMsgs)
 	case c.Crashes < 0 || c.Crashes > 200 || c.Corruptions < 0 || c.Corruptions > 200:
 		return fmt.Errorf("crashes=%d corruptions=%d: want 0..200", c.Crashes, c.Corruptions)
-	case c.Profile == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs != 0):
-		return fmt.Errorf("profile raft has no crash or corruption budgets and no bug switches")
+	case c.Profile == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs&^classicBugs != 0):
+		return fmt.Errorf("profile raft has no crash or corruption budgets, and of the bug switches only raft.tla's own (%v)", classicBugs)
 	case c.Profile == ProfileRaft && c.Production:
 		return fmt.Errorf("the production actions extend profile durable only")
 	}

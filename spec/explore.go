@@ -33,6 +33,14 @@ type Options struct {
 	// before overwriting them, and in write-only history (symmetry.go). The
 	// counts are no longer TLC's; every violation is still a real one.
 	Merge bool
+	// Without searches the sub-model that takes no step of these actions
+	// (reach.go): its violations are real, its counts are not TLC's.
+	Without ActionSet
+	// DepthFirst searches depth first, with one worker (reach.go): it
+	// reaches deep states long before breadth first search would, at the
+	// price of long counterexamples. The set of states is the same; Depth
+	// is the longest path the search took.
+	DepthFirst bool
 }
 
 // Step is one step of a behaviour: the action that led to State (the zero
@@ -123,6 +131,9 @@ func Explore(m *Model, opt Options) (*Result, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = 1
 	}
+	if opt.Symmetry && opt.Without.NamesServers() {
+		return nil, fmt.Errorf("spec: a sub-model that names servers (%v) has no symmetry between them", opt.Without)
+	}
 	if opt.ProgressEvery <= 0 {
 		opt.ProgressEvery = time.Minute
 	}
@@ -150,6 +161,10 @@ func Explore(m *Model, opt Options) (*Result, error) {
 		go x.progress(start, done)
 	}
 	complete := true
+	if opt.DepthFirst {
+		depth, complete = x.depthFirst(level)
+		level = &levelQueue{}
+	}
 	for level.states > 0 && !x.stop.Load() {
 		x.queued.Store(level.states)
 		next := x.expandLevel(level)
@@ -279,6 +294,9 @@ func (x *explorer) expand(enc string, out *blockWriter, w *worker) {
 	parentFP := Fingerprint([]byte(enc))
 	var generated, distinct int64
 	m.Next(s, func(succ State, l Label) {
+		if x.opt.Without.Has(&l) {
+			return
+		}
 		generated++
 		*w.scratch = succ
 		n := w.scratch

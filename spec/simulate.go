@@ -17,6 +17,15 @@ type SimOptions struct {
 	// OnWalk, when set, receives every finished walk (for example to write
 	// it as a trace). It may be called from several goroutines.
 	OnWalk func(walk int, steps []Step)
+	// Without: the walks take no step of these actions (reach.go).
+	Without ActionSet
+	// SwarmServers draws each walk's weights per action and server (the
+	// label's i) from 1, 4, 16 and 64 instead of per action from 1, 4 and
+	// 16: some walks let one server time out often and another never, or
+	// one leader replicate and another not, which the interleavings of the
+	// classic bugs need (reach.go). Off, the walks are those of earlier
+	// releases for the same seed.
+	SwarmServers bool
 }
 
 // SimResult summarises a simulation.
@@ -59,7 +68,7 @@ func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
 				if k >= opt.Walks {
 					return
 				}
-				steps, generated, v := simulateWalk(m, invs, opt.Depth, opt.Seed+uint64(k))
+				steps, generated, v := simulateWalk(m, invs, &opt, opt.Seed+uint64(k))
 				reach.walk(m, steps)
 				mu.Lock()
 				res.Walks++
@@ -81,9 +90,15 @@ func Simulate(m *Model, opt SimOptions) (*SimResult, error) {
 	return &res, nil
 }
 
-func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, int64, *Violation) {
+func simulateWalk(m *Model, invs []Invariant, opt *SimOptions, seed uint64) ([]Step, int64, *Violation) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-	weights := swarmWeights(rng, m)
+	var weights swarm
+	if opt.SwarmServers {
+		weights = serverSwarmWeights(rng, m)
+	} else {
+		weights = swarmWeights(rng, m)
+	}
+	depth, without := opt.Depth, opt.Without
 	s := m.Init()
 	steps := []Step{{State: s}}
 	for _, inv := range invs {
@@ -96,6 +111,9 @@ func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, i
 		var succ []Step
 		var violation *Violation
 		m.Next(s, func(n0 State, l Label) {
+			if without.Has(&l) {
+				return
+			}
 			generated++
 			if violation != nil {
 				return
@@ -125,19 +143,48 @@ func simulateWalk(m *Model, invs []Invariant, depth int, seed uint64) ([]Step, i
 	return steps, generated, nil
 }
 
+// swarm is a walk's weight for each action and server: w[a][i] for the
+// steps of action a whose label names server i (w[a][0] for all of them
+// when the weights are per action).
+type swarm [actionEnd][MaxServers + 1]int
+
+// key is the group a step is drawn in, and its weight.
+func (w *swarm) key(l *Label) (a Action, i ServerID, weight int) {
+	if w[l.Action][0] != 0 {
+		return l.Action, 0, w[l.Action][0]
+	}
+	return l.Action, l.I, w[l.Action][l.I]
+}
+
+// modelActions is how many actions the model has: weights are drawn only
+// for those, so that adding actions to one profile does not change the
+// walks of the others.
+func modelActions(m *Model) int {
+	if m.Production {
+		return int(actionEnd)
+	}
+	return int(ActCorrupt) + 1
+}
+
 // swarmWeights draws, once per walk, a weight for each action: 1, 4 or 16
 // with equal chance. Walks that favour different actions reach different
 // corners of the state space ("swarm testing"); no action is ever ruled out.
-// Weights are drawn only for the actions the model has, so that adding
-// actions to one profile does not change the walks of the others.
-func swarmWeights(rng *rand.Rand, m *Model) [actionEnd]int {
-	var w [actionEnd]int
-	n := int(ActCorrupt) + 1
-	if m.Production {
-		n = int(actionEnd)
+func swarmWeights(rng *rand.Rand, m *Model) swarm {
+	var w swarm
+	for a := range modelActions(m) {
+		w[a][0] = 1 << (2 * rng.IntN(3))
 	}
-	for a := range n {
-		w[a] = 1 << (2 * rng.IntN(3))
+	return w
+}
+
+// serverSwarmWeights draws a weight for each action and server: 1, 4, 16
+// or 64 with equal chance (SimOptions.SwarmServers).
+func serverSwarmWeights(rng *rand.Rand, m *Model) swarm {
+	var w swarm
+	for a := range modelActions(m) {
+		for _, i := range m.servers {
+			w[a][i] = 1 << (2 * rng.IntN(4))
+		}
 	}
 	return w
 }
@@ -147,31 +194,35 @@ func swarmWeights(rng *rand.Rand, m *Model) [actionEnd]int {
 // action is drawn with the walk's weights. Choosing among successors
 // directly would let the message actions, which have one instance per
 // message in the bag, crowd out the rest.
-func pickStep(rng *rand.Rand, succ []Step, weights *[actionEnd]int) Step {
-	var counts [actionEnd]int
+func pickStep(rng *rand.Rand, succ []Step, weights *swarm) Step {
+	var counts [actionEnd][MaxServers + 1]int
 	total := 0
-	for _, st := range succ {
-		if counts[st.Label.Action] == 0 {
-			total += weights[st.Label.Action]
+	for k := range succ {
+		a, i, w := weights.key(&succ[k].Label)
+		if counts[a][i] == 0 {
+			total += w
 		}
-		counts[st.Label.Action]++
+		counts[a][i]++
 	}
 	pick := rng.IntN(total)
 	for a := range counts {
-		if counts[a] == 0 {
-			continue
-		}
-		if pick >= weights[a] {
-			pick -= weights[a]
-			continue
-		}
-		k := rng.IntN(counts[a])
-		for _, st := range succ {
-			if st.Label.Action == Action(a) {
-				if k == 0 {
-					return st
+		for i := range counts[a] {
+			if counts[a][i] == 0 {
+				continue
+			}
+			w := weights[a][i]
+			if pick >= w {
+				pick -= w
+				continue
+			}
+			k := rng.IntN(counts[a][i])
+			for n := range succ {
+				if ka, ki, _ := weights.key(&succ[n].Label); ka == Action(a) && ki == ServerID(i) {
+					if k == 0 {
+						return succ[n]
+					}
+					k--
 				}
-				k--
 			}
 		}
 	}

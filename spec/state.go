@@ -174,8 +174,15 @@ func (m *Machine[T, L, V]) withLogs(all []L, s *StateOf[T, L, V]) []L {
 	return all
 }
 
-// Quorum reports set \in Quorum: Cardinality(set) * 2 > Cardinality(Server).
-func (m *Machine[T, L, V]) Quorum(set ServerSet) bool { return set.Len()*2 > len(m.servers) }
+// Quorum reports set \in Quorum: Cardinality(set) * 2 > Cardinality(Server)
+// (>= with BugQuorumHalf).
+func (m *Machine[T, L, V]) Quorum(set ServerSet) bool {
+	n := len(m.servers)
+	if m.Has(BugQuorumHalf) {
+		n-- // Cardinality(set) * 2 > n - 1, that is >= n
+	}
+	return set.Len()*2 > n
+}
 
 // Servers lists Server.
 func (m *Machine[T, L, V]) Servers() []ServerID { return m.servers }

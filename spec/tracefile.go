@@ -87,8 +87,9 @@ func (m *Machine[T, L, V]) nodeStateWithoutLog(s *StateOf[T, L, V], i ServerID) 
 // TraceConfig is line 0's config for this model.
 func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 	c := &trace.Config{Profile: m.Profile.String(), Servers: len(m.servers), Values: len(m.values), Source: source}
+	c.Bugs = m.Bugs.String() // profile raft: raft.tla's own rules switched off, if any
 	if m.durable() {
-		c.Crashes, c.Corruptions, c.Bugs = m.Crashes, m.Corruptions, m.Bugs.String()
+		c.Crashes, c.Corruptions = m.Crashes, m.Corruptions
 		c.Production = m.Production
 	}
 	return c

@@ -53,15 +53,18 @@ func newTraceMachine(c *trace.Config) (*traceMachine, error) {
 		return nil, fmt.Errorf("values=%d: want 1..%d", c.Values, maxTraceValues)
 	case c.Crashes < 0 || c.Crashes > trace.MaxIndex || c.Corruptions < 0 || c.Corruptions > trace.MaxIndex:
 		return nil, fmt.Errorf("crashes=%d corruptions=%d out of range", c.Crashes, c.Corruptions)
-	case p == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs != "" || c.Production):
-		return nil, errors.New("profile raft has no crash or corruption budgets, bug switches or production actions")
+	case p == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Production):
+		return nil, errors.New("profile raft has no crash or corruption budgets or production actions")
 	}
 	cfg := Config{Profile: p, Servers: c.Servers, Values: c.Values}
 	if p == ProfileDurable {
 		cfg.Crashes, cfg.Corruptions, cfg.Production = c.Crashes, c.Corruptions, c.Production
-		if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
-			return nil, err
-		}
+	}
+	if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
+		return nil, err
+	}
+	if p == ProfileRaft && cfg.Bugs&^classicBugs != 0 {
+		return nil, fmt.Errorf("profile raft: bugs=%v: only raft.tla's own rules (%v) can be switched off", cfg.Bugs, classicBugs)
 	}
 	return &traceMachine{Machine: newMachine[uint64, RunLog, NoVoters](cfg, false)}, nil
 }

@@ -98,7 +98,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.crashes, "crashes", 0, "durable: Crash steps a behaviour may take")
 	fs.IntVar(&f.corruptions, "corruptions", 0, "durable: Corrupt steps a behaviour may take")
 	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
-	fs.StringVar(&f.bugs, "bug", "", "durable: comma-separated fixes to switch off: "+strings.Join(spec.AllBugs(), ", "))
+	fs.StringVar(&f.bugs, "bug", "", "comma-separated fixes (durable) or raft.tla rules (either profile) to switch off: "+strings.Join(spec.AllBugs(), ", "))
 }
 
 func (f *modelFlags) model() (*spec.Model, error) {
@@ -129,6 +129,8 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	maxDistinct := fs.Int64("max-distinct", 0, "stop after this many distinct states (result=incomplete); 0 = no limit")
 	symmetry := fs.String("symmetry", "", "count one state per class under renamings: 'servers' (TLC's SYMMETRY Permutations(Server)) or 'servers,values'")
 	merge := fs.Bool("merge", false, "merge states that differ only in variables nothing reads (dead leader/candidate state, write-only history); counts are no longer TLC's")
+	withoutList := fs.String("without", "", withoutUsage)
+	dfs := fs.Bool("dfs", false, "search depth first, with one worker: deep states early, long counterexamples")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -136,17 +138,21 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	without, err := spec.ParseActions(*withoutList)
+	if err != nil {
+		return err
+	}
 	symServers, symValues, err := parseSymmetry(*symmetry)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "raftspec explore: %v, workers=%d%s\n", m.Config, *workers, reductionNote(*symmetry, *merge))
+	fmt.Fprintf(stderr, "raftspec explore: %v, workers=%d%s\n", m.Config, *workers, reductionNote(*symmetry, *merge, without)+map[bool]string{true: " depth-first"}[*dfs])
 	if err := printInvariants(m, *invariant, stderr); err != nil {
 		return err
 	}
 	res, err := spec.Explore(m, spec.Options{Workers: *workers, Invariant: *invariant,
 		Progress: stderr, ProgressEvery: *progress, MaxDistinct: *maxDistinct,
-		Symmetry: symServers, SymmetryValues: symValues, Merge: *merge})
+		Symmetry: symServers, SymmetryValues: symValues, Merge: *merge, Without: without, DepthFirst: *dfs})
 	if err != nil {
 		return err
 	}
@@ -192,7 +198,7 @@ func parseSymmetry(s string) (servers, values bool, err error) {
 	return false, false, fmt.Errorf("-symmetry %q: want servers or servers,values", s)
 }
 
-func reductionNote(symmetry string, merge bool) string {
+func reductionNote(symmetry string, merge bool, without spec.ActionSet) string {
 	s := ""
 	if symmetry != "" && symmetry != "none" {
 		s += " symmetry=" + symmetry
@@ -200,8 +206,13 @@ func reductionNote(symmetry string, merge bool) string {
 	if merge {
 		s += " merge"
 	}
+	if !without.Empty() {
+		s += " without=" + without.String()
+	}
 	return s
 }
+
+const withoutUsage = "search the sub-model without these actions (comma-separated, e.g. DropMessage,Restart): its violations are real ones, its counts are not TLC's"
 
 func simulate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
@@ -217,6 +228,8 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	traceDir := fs.String("trace-dir", "", "write every walk as a trace into this directory")
 	sometimes := fs.String("sometimes", "", "comma-separated reachability properties some walk must reach (or 'all'); unreached fails the run")
 	witnessDir := fs.String("witness-dir", "", "write a walk prefix reaching each reached property into this directory")
+	withoutList := fs.String("without", "", withoutUsage)
+	swarm := fs.String("swarm", "actions", "what each walk draws weights for: 'actions', or 'servers' (each action and server, a wider range)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -224,11 +237,19 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "raftspec simulate: %v, walks=%d depth=%d seed=%d\n", m.Config, *walks, *depth, *seed)
+	without, err := spec.ParseActions(*withoutList)
+	if err != nil {
+		return err
+	}
+	if *swarm != "actions" && *swarm != "servers" {
+		return fmt.Errorf("-swarm %q: want actions or servers", *swarm)
+	}
+	fmt.Fprintf(stderr, "raftspec simulate: %v, walks=%d depth=%d seed=%d swarm=%s%s\n", m.Config, *walks, *depth, *seed, *swarm, reductionNote("", false, without))
 	if err := printInvariants(m, *invariant, stderr); err != nil {
 		return err
 	}
-	opt := spec.SimOptions{Walks: *walks, Depth: *depth, Seed: *seed, Invariant: *invariant, Workers: *workers}
+	opt := spec.SimOptions{Walks: *walks, Depth: *depth, Seed: *seed, Invariant: *invariant, Workers: *workers, Without: without,
+		SwarmServers: *swarm == "servers"}
 	var (
 		writeMu  sync.Mutex // OnWalk runs on every worker
 		writeErr error
