@@ -133,7 +133,9 @@ MUTATE_OUT   ?= $(BIN)/mutation
 # runs reach, make run's walks, and check-trace of 600 walks and of the
 # stored counterexamples (which exercises Step, the label replay); the
 # actions and what Next and Quorum build them from are mutated, not the
-# explorer's machinery.
+# explorer's machinery. Last, make reach's deep bounds with every rule on
+# (scripts/reach.sh holds: 3 servers to term 3 with logs of 2, and Figure 8's
+# term 5), which see the rules the classic bugs remove.
 MUTATE_SPEC_FILES  := actions_*.go,production.go,next.go,state.go
 RUN_DURABLE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
 MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && r="$$RAFTMUTATE_DIR/raftspec" && \
@@ -146,7 +148,8 @@ MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && 
 	$$r simulate $(TRACE_RAFT_BOUNDS) -walks 200 -depth 100 -trace-dir "$$d/raft" && \
 	$$r simulate $(FULL_BOUNDS) -walks 200 -depth 100 -trace-dir "$$d/durable" && \
 	$$r simulate $(FULL_BOUNDS) -production -walks 200 -depth 100 -trace-dir "$$d/production" && \
-	$$r check-trace "$$d"/raft/*.ndjson "$$d"/durable/*.ndjson "$$d"/production/*.ndjson spec/testdata/counterexamples/*.ndjson
+	$$r check-trace "$$d"/raft/*.ndjson "$$d"/durable/*.ndjson "$$d"/production/*.ndjson spec/testdata/counterexamples/*.ndjson && \
+	RAFTSPEC="$$r" ./scripts/reach.sh holds
 TRACE_RAFT_BOUNDS  := -profile raft -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2
 mutate-spec:
 	@mkdir -p $(MUTATE_OUT)

@@ -9,9 +9,15 @@
 # 2-core machine (a minute or two on a loaded one).
 #
 # usage: scripts/reach.sh [ROW-NAME-SUBSTRING]
+#   RAFTSPEC=PATH uses that binary instead of building bin/raftspec (make
+#   mutate-spec's judge runs "RAFTSPEC=mutant scripts/reach.sh holds").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go build -o bin/ ./cmd/raftspec
+raftspec=${RAFTSPEC:-}
+if [[ -z "$raftspec" ]]; then
+	go build -o bin/ ./cmd/raftspec
+	raftspec=bin/raftspec
+fi
 only=${1:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/reach.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -38,12 +44,12 @@ row() {
 	local trace="$tmp/$name.ndjson" bugflag=() line status=PASS start=$SECONDS
 	[[ -n "$bug" ]] && bugflag=(-bug "$bug")
 	# shellcheck disable=SC2086
-	line=$(bin/raftspec explore $bounds "${bugflag[@]}" -workers 2 -trace "$trace" 2>/dev/null | tail -1) || true
+	line=$("$raftspec" explore $bounds "${bugflag[@]}" -workers 2 -trace "$trace" 2>/dev/null | tail -1) || true
 	local took=$((SECONDS - start))
 	if [[ -n "$bug" ]]; then
 		if [[ "$line" != *"result=violation"* ]]; then
 			status=FAIL
-		elif ! bin/raftspec check-trace "$trace" >/dev/null; then
+		elif ! "$raftspec" check-trace "$trace" >/dev/null; then
 			status="FAIL(check-trace)"
 		fi
 	elif [[ "$line" != *"result=ok"* ]]; then
