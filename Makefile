@@ -136,12 +136,19 @@ MUTATE_OUT   ?= $(BIN)/mutation
 # explorer's machinery. Last, make reach's deep bounds with every rule on
 # (scripts/reach.sh holds: 3 servers to term 3 with logs of 2, and Figure 8's
 # term 5), which see the rules the classic bugs remove.
+# The exhaustive runs at TLC-checked bounds must count TLC's states
+# (tla/MC_raft_s2_m2, MC_durable_s2_m2, MC_production_s2_m1): a mutant that
+# changes the state graph is killed as result=counts-differ.
+RUN_PRODUCTION_TLC_BOUNDS := -profile durable -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 1 -corruptions 1 -production
+# (defined before the judge, which := expands at once)
+TRACE_RAFT_BOUNDS  := -profile raft -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2
 MUTATE_SPEC_FILES  := actions_*.go,production.go,next.go,state.go
 RUN_DURABLE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
 MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && r="$$RAFTMUTATE_DIR/raftspec" && \
-	$$r explore $(RUN_RAFT_BOUNDS) -sometimes LeaderElected,EntryCommitted,FollowerLearnsCommit,RestartAfterCommit && \
-	$$r explore $(RUN_DURABLE_BOUNDS) -sometimes $(RUN_DURABLE_REACHED) && \
+	$$r explore $(RUN_RAFT_BOUNDS) -sometimes LeaderElected,EntryCommitted,FollowerLearnsCommit,RestartAfterCommit -expect-counts 15254/152835 && \
+	$$r explore $(RUN_DURABLE_BOUNDS) -sometimes $(RUN_DURABLE_REACHED) -expect-counts 57491/520445 && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -production -sometimes $(RUN_DURABLE_REACHED) && \
+	$$r explore $(RUN_PRODUCTION_TLC_BOUNDS) -expect-counts 10702/97661 && \
 	$$r simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -sometimes $(RUN_WALK_REACHED) && \
 	$$r simulate $(FULL_BOUNDS) -production -walks 2000 -depth 100 && \
 	d="$$RAFTMUTATE_DIR" && mkdir -p "$$d/raft" "$$d/durable" "$$d/production" && \
@@ -150,7 +157,6 @@ MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && 
 	$$r simulate $(FULL_BOUNDS) -production -walks 200 -depth 100 -trace-dir "$$d/production" && \
 	$$r check-trace "$$d"/raft/*.ndjson "$$d"/durable/*.ndjson "$$d"/production/*.ndjson spec/testdata/counterexamples/*.ndjson && \
 	RAFTSPEC="$$r" ./scripts/reach.sh holds
-TRACE_RAFT_BOUNDS  := -profile raft -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2
 mutate-spec:
 	@mkdir -p $(MUTATE_OUT)
 	$(MUTATE) -ops spec -files '$(MUTATE_SPEC_FILES)' -judge '$(MUTATE_SPEC_JUDGE)' \

@@ -374,18 +374,12 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		return
 	}
 	mine := m.advertisedLog(s, i)
-	// The bug switches are statements of their own, so that the mutants of
-	// the rules (docs/mutation.md) are the same with or without them.
-	indexOk := int(msg.MlastLogIndex) >= mine.Len()
-	if m.Has(BugVoteIgnoresLogIndex) {
-		indexOk = true
-	}
-	logOk := msg.MlastLogTerm > mine.LastTerm() || (msg.MlastLogTerm == mine.LastTerm() && indexOk)
-	voteOk := s.VotedFor[i] == Nil || s.VotedFor[i] == j
-	if m.Has(BugVoteIgnoresVotedFor) {
-		voteOk = true
-	}
-	grant := msg.Mterm == s.CurrentTerm[i] && logOk && voteOk
+	// The bug switches act through upToDateLen and voteOf, which hold no
+	// operator, so that the mutants of the rules (docs/mutation.md) are
+	// those of raft.tla's text.
+	logOk := msg.MlastLogTerm > mine.LastTerm() ||
+		(msg.MlastLogTerm == mine.LastTerm() && int(msg.MlastLogIndex) >= m.upToDateLen(mine))
+	grant := msg.Mterm == s.CurrentTerm[i] && logOk && (m.voteOf(s, i) == Nil || m.voteOf(s, i) == j)
 	if m.durable() {
 		if !m.Has(BugNoVoterLearnedFloor) && msg.MlastLogIndex < s.LearnedCommit[i] {
 			grant = false
@@ -410,6 +404,25 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 	}
 	n.Reply(resp, msg)
 	emit(n, LabelOf[T, L]{Action: ActHandleRequestVoteRequest, I: i, J: j, Msg: msg})
+}
+
+// upToDateLen is the length a candidate's log must reach when its last
+// term equals the voter's: Len(mine), or 0 with BugVoteIgnoresLogIndex (the
+// index clause always holds).
+func (m *Machine[T, L, V]) upToDateLen(mine L) int {
+	if m.Has(BugVoteIgnoresLogIndex) {
+		return 0
+	}
+	return mine.Len()
+}
+
+// voteOf is votedFor[i] as the grant reads it: Nil with
+// BugVoteIgnoresVotedFor (every candidate may have the vote).
+func (m *Machine[T, L, V]) voteOf(s *StateOf[T, L, V], i ServerID) ServerID {
+	if m.Has(BugVoteIgnoresVotedFor) {
+		return Nil
+	}
+	return s.VotedFor[i]
 }
 
 // HandleRequestVoteResponse is raft.tla's HandleRequestVoteResponse(i, j, m):

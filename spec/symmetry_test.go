@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TLC's figures for Ongaro's raft.tla under the CONSTRAINT of docs/explorer.md
-// with SYMMETRY (model values for Server and Value; docs/explorer.md,
+// TLC's figures for Ongaro's raft.tla (the second row: tla/MCSymmetry.tla,
+// tla's TestTLCSymmetry) under the CONSTRAINT of docs/explorer.md with
+// SYMMETRY (model values for Server and Value; docs/explorer.md,
 // "Symmetry", has the module and configs). "servers" is
 // Permutations(Server); "servers,values" the group that Permutations(Server)
 // and Permutations(Value) compose to. TLC ran with one worker: with more,
@@ -22,6 +23,7 @@ var tlcSymmetricCounts = []struct {
 	long                bool
 }{
 	{Config{Profile: ProfileRaft, Servers: 2, Values: 1, MaxTerm: 2, MaxLog: 1, MaxDup: 1, MaxMsgs: 2}, false, 7651, 76636, 32, false},
+	{Config{Profile: ProfileRaft, Servers: 2, Values: 2, MaxTerm: 2, MaxLog: 1, MaxDup: 1, MaxMsgs: 2}, true, 7651, 78542, 32, false},
 	{Config{Profile: ProfileRaft, Servers: 2, Values: 1, MaxTerm: 2, MaxLog: 1, MaxDup: 2, MaxMsgs: 2}, false, 41983, 443158, 34, false},
 	{Config{Profile: ProfileRaft, Servers: 2, Values: 2, MaxTerm: 2, MaxLog: 2, MaxDup: 1, MaxMsgs: 2}, false, 64549, 687729, 43, false},
 	{Config{Profile: ProfileRaft, Servers: 2, Values: 2, MaxTerm: 2, MaxLog: 2, MaxDup: 1, MaxMsgs: 2}, true, 34349, 364982, 43, false},

@@ -131,6 +131,7 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	merge := fs.Bool("merge", false, "merge states that differ only in variables nothing reads (dead leader/candidate state, write-only history); counts are no longer TLC's")
 	withoutList := fs.String("without", "", withoutUsage)
 	dfs := fs.Bool("dfs", false, "search depth first, with one worker: deep states early, long counterexamples")
+	expectCounts := fs.String("expect-counts", "", "DISTINCT/GENERATED: fail (result=counts-differ) when a complete search counts otherwise (TLC's figures, for mutation testing)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -178,6 +179,10 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkSometimes(res.Reached, *sometimes, res.Summary(""), stdout, stderr); err != nil {
 		return err
+	}
+	if got := fmt.Sprintf("%d/%d", res.Distinct, res.Generated); *expectCounts != "" && res.Complete && got != *expectCounts {
+		fmt.Fprintf(stdout, "%s result=counts-differ want=%s\n", strings.TrimSuffix(res.Summary(""), " result=ok"), *expectCounts)
+		return exitError(1)
 	}
 	fmt.Fprintln(stdout, res.Summary(""))
 	if !res.Complete {
