@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run model explore bugs reach tlc long-trace sim-long sim-longrun bench bench-etcd bench-cluster clean proc-traces mutate-spec mutate-raft mutate-wal course screenshots
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs reach tlc long-trace sim-long sim-longrun bench bench-etcd bench-cluster clean proc-traces mutate-spec mutate-spec-ci mutate-raft mutate-wal course screenshots
 
 all: build
 
@@ -161,6 +161,13 @@ mutate-spec:
 	@mkdir -p $(MUTATE_OUT)
 	$(MUTATE) -ops spec -files '$(MUTATE_SPEC_FILES)' -judge '$(MUTATE_SPEC_JUDGE)' \
 	  -report $(MUTATE_OUT)/spec.md -json $(MUTATE_OUT)/spec.json $(MUTATE_FLAGS) ./spec
+# mutate-spec-ci: what .ci/run runs of mutate-spec, the issue's guards
+# (docs/mutation.md, "The issue's single-guard removals as mutants"): each
+# must be killed. An edit above one moves its id; raftmutate then stops with
+# "no such mutant": look it up again with -list.
+MUTATE_SPEC_CI_IDS := spec/actions_raft.go:381:40:and-drop:1,spec/actions_raft.go:297:18:and-drop:1,spec/actions_append.go:162:39:and-drop:2,spec/actions_append.go:143:68:and-drop:2,spec/actions_raft.go:382:41:and-drop:2,spec/state.go:184:21:cmp-flip:0,spec/actions_raft.go:382:41:and-drop:1
+mutate-spec-ci:
+	$(MAKE) mutate-spec MUTATE_FLAGS='-only $(MUTATE_SPEC_CI_IDS) -threshold 1'
 # impl/ packages are judged by their own tests and the conformance tests.
 mutate-raft:
 	@mkdir -p $(MUTATE_OUT)
