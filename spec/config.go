@@ -148,6 +148,18 @@ func AllBugs() []string {
 	return names
 }
 
+// ClassicBugs lists by name the switches of raft.tla's own rules (the
+// classic bugs): the others switch a fix of the durable profile off.
+func ClassicBugs() []string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		if bit&classicBugs != 0 {
+			names = append(names, bugNames[bit])
+		}
+	}
+	return names
+}
+
 // ParseBugs parses a comma-separated list of bug names.
 func ParseBugs(s string) (Bug, error) {
 	var b Bug

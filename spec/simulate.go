@@ -191,7 +191,8 @@ func serverSwarmWeights(rng *rand.Rand, m *Model) swarm {
 
 // pickStep chooses the next step as TLC's simulation mode does, first an
 // action among the enabled ones, then one of its successors, except that the
-// action is drawn with the walk's weights. Choosing among successors
+// action (with SwarmServers, the action and server) is drawn with the
+// walk's weights. Choosing among successors
 // directly would let the message actions, which have one instance per
 // message in the bag, crowd out the rest.
 func pickStep(rng *rand.Rand, succ []Step, weights *swarm) Step {
