@@ -23,7 +23,7 @@ func (m *Machine[T, L, V]) Flush(s *StateOf[T, L, V], i ServerID, emit EmitOf[T,
 	}
 	n := *s
 	n.DurableLen[i] = T(s.Log[i].Len())
-	n.StaleLog[i] = *new(L)
+	n.StaleLog[i], n.StaleDurable[i] = *new(L), 0
 	emit(n, LabelOf[T, L]{Action: ActFlush, I: i})
 }
 

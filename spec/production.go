@@ -283,7 +283,7 @@ func (m *Machine[T, L, V]) FlushTo(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 	for k := int(s.DurableLen[i]) + 1; k < s.Log[i].Len(); k++ {
 		n := *s
 		n.DurableLen[i] = T(k)
-		n.StaleLog[i] = *new(L) // the flusher syncs a pending truncation first
+		n.StaleLog[i], n.StaleDurable[i] = *new(L), 0 // the flusher syncs a pending truncation first
 		emit(n, LabelOf[T, L]{Action: ActFlushTo, I: i, Cut: T(k)})
 	}
 }
