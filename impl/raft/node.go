@@ -32,9 +32,9 @@ type Node struct {
 	// suffix truncation waits for that report.
 	hsPersisted      HardState
 	truncationHanded bool
-	role     Role
-	lead     NodeID
-	log      raftLog
+	role             Role
+	lead             NodeID
+	log              raftLog
 
 	firstBoot          bool
 	electionElapsed    int
