@@ -45,9 +45,9 @@ type actionCase struct {
 	profile    Profile
 	production bool
 	bugs       Bug
-	pre     func(s *State)
-	act     func(m *Model, s *State, emit Emit)
-	want    []func(n *State) // nil: the action is not enabled
+	pre        func(s *State)
+	act        func(m *Model, s *State, emit Emit)
+	want       []func(n *State) // nil: the action is not enabled
 }
 
 func runActionCases(t *testing.T, cases []actionCase) {

@@ -15,8 +15,8 @@ type Sometimes struct {
 	Profile    *Profile // nil: both profiles
 	Production bool     // only with the production actions
 	Doc        string
-	State   func(m *Model, s *State) bool
-	Step    func(m *Model, pre *State, l Label, post *State) bool
+	State      func(m *Model, s *State) bool
+	Step       func(m *Model, pre *State, l Label, post *State) bool
 }
 
 var (

@@ -30,8 +30,8 @@ package spec
 //     prefix of that log down to its durable length (docs/durable-raft.md's
 //     table).
 //   - learnedCommit is not hard state: a restart brings back any value up to
-//     the one it had (the WAL keeps it in the log's batches, a lower one after
-//     a crash, or none).
+//     the one it had (impl/replica writes it only with the next hard state,
+//     on a term or vote change: a lower one after a crash, or none).
 //
 // The node may go on taking steps while its window is open: the window is a
 // buffer of writes that reach the disk together at Persist, which covers the

@@ -77,9 +77,13 @@ func TestWindowActions(t *testing.T) {
 				s.StaleLog[1] = LogOf(e1)
 			}, act: func(m *Model, s *State, e Emit) { m.Crash(s, 1, e) }, want: []func(*State){
 				// The old hard state (no vote) with the base, 0 or 1 entries.
-				func(n *State) { n.VotedFor[1], n.Log[1], n.LearnedCommit[1], n.StaleLog[1], n.CrashesLeft = Nil, "", 0, "", 1 },
+				func(n *State) {
+					n.VotedFor[1], n.Log[1], n.LearnedCommit[1], n.StaleLog[1], n.CrashesLeft = Nil, "", 0, "", 1
+				},
 				func(n *State) { n.VotedFor[1], n.Log[1], n.StaleLog[1], n.CrashesLeft = Nil, "", "", 1 },
-				func(n *State) { n.VotedFor[1], n.DurableLen[1], n.LearnedCommit[1], n.StaleLog[1], n.CrashesLeft = Nil, 1, 0, "", 1 },
+				func(n *State) {
+					n.VotedFor[1], n.DurableLen[1], n.LearnedCommit[1], n.StaleLog[1], n.CrashesLeft = Nil, 1, 0, "", 1
+				},
 				func(n *State) { n.VotedFor[1], n.DurableLen[1], n.StaleLog[1], n.CrashesLeft = Nil, 1, "", 1 },
 				// The new one (the base adds nothing: the log extends it).
 				func(n *State) {
@@ -89,7 +93,9 @@ func TestWindowActions(t *testing.T) {
 				func(n *State) {
 					n.Persisted[1], n.DurableLen[1], n.LearnedCommit[1], n.StaleLog[1], n.CrashesLeft = persisted(1, 2, 0), 1, 0, "", 1
 				},
-				func(n *State) { n.Persisted[1], n.DurableLen[1], n.StaleLog[1], n.CrashesLeft = persisted(1, 2, 0), 1, "", 1 },
+				func(n *State) {
+					n.Persisted[1], n.DurableLen[1], n.StaleLog[1], n.CrashesLeft = persisted(1, 2, 0), 1, "", 1
+				},
 			}},
 		{name: "a crash drops what the window held", profile: D, production: true, pre: func(s *State) {
 			s.CurrentTerm[1], s.VotedFor[1] = 2, 2

@@ -659,8 +659,8 @@ DiskImages(i) ==
             \cup {cur}
 
 \* What a restart brings back of learnedCommit[i]: all of it, as durable
-\* hard state; in the production profile any lower value (the WAL keeps it
-\* in the log's batches, not as hard state).
+\* hard state; in the production profile any lower value (the runtime writes
+\* it only with the next hard state, on a term or vote change).
 RestartLearned(i) == IF IsProduction THEN 0..learnedCommit[i] ELSE {learnedCommit[i]}
 
 \* What every restart of i does: the volatile state is lost, the disk

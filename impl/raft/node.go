@@ -440,8 +440,8 @@ func (n *Node) send(m Message) {
 // Storage, before the driver calls into the node again.
 //
 // LearnedCommit is not part of the hard state to persist: a change of it
-// alone leaves HardStateChanged false. The driver keeps it lazily (impl/wal
-// writes it into the log's batches), and may lose the latest value at a
+// alone leaves HardStateChanged false. The driver keeps it lazily
+// (impl/replica writes it with the next hard state), and may lose the latest value at a
 // crash (the spec's production rule: a restart brings back any lower
 // value, docs/durable-raft.md).
 type Ready struct {
