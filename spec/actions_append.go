@@ -98,7 +98,7 @@ func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j 
 				n.TruncatedAtTerm[i] = 0
 			}
 		}
-		n.Reply(MessageOf[T, L]{
+		m.reply(&n, MessageOf[T, L]{
 			Mtype:       AppendEntriesResponse,
 			Mterm:       s.CurrentTerm[i],
 			Msuccess:    true,
@@ -142,7 +142,7 @@ func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j 
 func (m *Machine[T, L, V]) rejectOrReturnToFollower(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], logOk bool, label LabelOf[T, L], emit EmitOf[T, L, V]) bool {
 	if msg.Mterm < s.CurrentTerm[i] || (msg.Mterm == s.CurrentTerm[i] && s.State[i] == Follower && !logOk) {
 		n := *s
-		n.Reply(MessageOf[T, L]{
+		m.reply(&n, MessageOf[T, L]{
 			Mtype:       AppendEntriesResponse,
 			Mterm:       s.CurrentTerm[i],
 			Msuccess:    false,

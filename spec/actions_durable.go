@@ -12,13 +12,18 @@ package spec
 //
 // staleLog is non-empty only with -bug truncation-not-synced: a pending
 // truncation is something to sync even when nothing was appended after it.
+// In the production profile Flush also needs ~WindowOpen(i): the driver
+// reports no progress to a node it holds.
 func (m *Machine[T, L, V]) Flush(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if int(s.DurableLen[i]) >= s.Log[i].Len() && s.StaleLog[i].Len() == 0 {
 		return
 	}
+	if m.WindowOpen(s, i) {
+		return
+	}
 	n := *s
 	n.DurableLen[i] = T(s.Log[i].Len())
-	n.StaleLog[i] = *new(L)
+	n.StaleLog[i], n.StaleDurable[i] = *new(L), 0
 	emit(n, LabelOf[T, L]{Action: ActFlush, I: i})
 }
 
@@ -27,7 +32,7 @@ func (m *Machine[T, L, V]) Flush(s *StateOf[T, L, V], i ServerID, emit EmitOf[T,
 // before the first such truncation since the last flush (a later one changes
 // nothing on disk). A truncation of unsynced entries only leaves nothing.
 func (m *Machine[T, L, V]) keepStaleLog(s, n *StateOf[T, L, V], i ServerID) {
-	if m.Has(BugTruncationNotSynced) && s.StaleLog[i].Len() == 0 && n.DurableLen[i] < s.DurableLen[i] {
+	if !m.Production && m.Has(BugTruncationNotSynced) && s.StaleLog[i].Len() == 0 && n.DurableLen[i] < s.DurableLen[i] {
 		n.StaleLog[i] = s.Log[i].Prefix(int(s.DurableLen[i]))
 	}
 }
@@ -46,31 +51,36 @@ func (m *Machine[T, L, V]) keepStaleLog(s, n *StateOf[T, L, V], i ServerID) {
 //	    /\ crashesLeft' = crashesLeft - 1
 //	    /\ (volatile state reset as in Restart(i))
 //
-// With -bug volatile-learned-commit, learnedCommit is not durable: the crash
-// also chooses learnedCommit' \in 0..learnedCommit[i]. With -bug
-// truncation-not-synced, a pending truncation may also be lost: the log
-// comes back as staleLog[i], all of it durable.
+// With -bug truncation-not-synced, a pending truncation may also be lost:
+// the log comes back as staleLog[i], all of it durable.
+//
+// In the production profile the disk is one of DiskImages(i) (window.go):
+//
+//	/\ \E d \in DiskImages(i), k \in d.durable..Len(d.log), c \in 0..learnedCommit[i] :
+//	      /\ log' = [log EXCEPT ![i] = SubSeq(d.log, 1, k)] /\ durableLen'[i] = k
+//	      /\ <<currentTerm', votedFor', truncatedAtTerm'>>[i] = d.hs /\ persisted'[i] = d.hs
+//	      /\ learnedCommit' = [learnedCommit EXCEPT ![i] = c]
+//	      /\ held'[i] = EmptyBag /\ staleLog'[i] = << >>
+//
+// learnedCommit is not hard state there: the WAL keeps it in the log's
+// batches, so a restart brings back a lower value, or none.
 func (m *Machine[T, L, V]) Crash(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.CrashesLeft == 0 {
 		return
 	}
-	crash := func(l L, k int) {
-		for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
-			n := *s
-			m.resetVolatile(&n, i)
-			n.Log[i] = l.Prefix(k)
-			n.DurableLen[i] = T(k)
-			n.StaleLog[i] = *new(L)
-			n.LearnedCommit[i] = learned
-			n.CrashesLeft = s.CrashesLeft - 1
-			emit(n, LabelOf[T, L]{Action: ActCrash, I: i, Cut: T(k)})
+	for _, d := range m.diskImages(s, i) {
+		for k := d.durable; k <= d.log.Len(); k++ {
+			for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
+				n := *s
+				m.resetVolatile(&n, i)
+				m.restarted(&n, i, d.hs)
+				n.Log[i] = d.log.Prefix(k)
+				n.DurableLen[i] = T(k)
+				n.LearnedCommit[i] = learned
+				n.CrashesLeft = s.CrashesLeft - 1
+				emit(n, LabelOf[T, L]{Action: ActCrash, I: i, Cut: T(k)})
+			}
 		}
-	}
-	for k := int(s.DurableLen[i]); k <= s.Log[i].Len(); k++ {
-		crash(s.Log[i], k)
-	}
-	if stale := s.StaleLog[i]; stale.Len() > 0 {
-		crash(stale, stale.Len())
 	}
 }
 
@@ -92,10 +102,14 @@ func (m *Machine[T, L, V]) Crash(s *StateOf[T, L, V], i ServerID, emit EmitOf[T,
 //	    /\ corruptionsLeft' = corruptionsLeft - 1
 //	    /\ (volatile state reset as in Restart(i))
 //
-// With -bug volatile-learned-commit, as in Crash, learnedCommit' \in
-// 0..learnedCommit[i].
+// In the production profile the disk is one of DiskImages(i), cut below its
+// durable length; learnedCommit' \in 0..learnedCommit[i] as in Crash; and
+// the TRUNCATED mark is durable with the cut (persisted'[i].truncatedAtTerm
+// = d.hs.currentTerm: wal.Open writes the mark before the cut). With -bug
+// mark-after-cut the mark is durable only at the next Persist(i), so a
+// crash before it boots the cut log CLEAN.
 func (m *Machine[T, L, V]) Corrupt(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
-	if s.CorruptionsLeft == 0 || s.DurableLen[i] == 0 {
+	if s.CorruptionsLeft == 0 {
 		return
 	}
 	var truncated ServerSet
@@ -107,27 +121,40 @@ func (m *Machine[T, L, V]) Corrupt(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 	if truncated.With(i).Len()*2 > len(m.servers) {
 		return
 	}
-	for k := 0; k < int(s.DurableLen[i]); k++ {
-		for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
-			n := *s
-			m.resetVolatile(&n, i)
-			n.Log[i] = s.Log[i].Prefix(k)
-			n.DurableLen[i] = T(k)
-			n.LearnedCommit[i] = learned
-			n.StaleLog[i] = *new(L)
-			n.Verdict[i] = Truncated
-			n.TruncatedAtTerm[i] = s.CurrentTerm[i]
-			n.CorruptionsLeft = s.CorruptionsLeft - 1
-			emit(n, LabelOf[T, L]{Action: ActCorrupt, I: i, Cut: T(k)})
+	images := m.diskImages(s, i)
+	if !m.Production {
+		images = images[:1] // the current log (a stale one is not durable)
+	}
+	for _, d := range images {
+		for k := 0; k < d.durable; k++ {
+			for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
+				n := *s
+				m.resetVolatile(&n, i)
+				m.restarted(&n, i, d.hs)
+				n.Log[i] = d.log.Prefix(k)
+				n.DurableLen[i] = T(k)
+				n.LearnedCommit[i] = learned
+				n.Verdict[i] = Truncated
+				n.TruncatedAtTerm[i] = d.hs.CurrentTerm
+				if m.Production && !m.Has(BugMarkAfterCut) {
+					n.Persisted[i].TruncatedAtTerm = d.hs.CurrentTerm
+				}
+				if m.hardStateDirty(&n, i) {
+					n.StaleLog[i] = n.Log[i] // the window's base: the cut log, durable
+					n.StaleDurable[i] = T(k)
+				}
+				n.CorruptionsLeft = s.CorruptionsLeft - 1
+				emit(n, LabelOf[T, L]{Action: ActCorrupt, I: i, Cut: T(k)})
+			}
 		}
 	}
 }
 
 // learnedCommitMin is the lowest learnedCommit[i] a restart (Crash or
-// Corrupt) may bring back: all of it, since it is durable hard state; with
-// -bug volatile-learned-commit, any lower value down to 0.
+// Corrupt) may bring back: all of it, since it is durable hard state; in
+// the production profile any lower value down to 0.
 func (m *Machine[T, L, V]) learnedCommitMin(s *StateOf[T, L, V], i ServerID) T {
-	if m.Has(BugVolatileLearnedCommit) {
+	if m.Production {
 		return 0
 	}
 	return s.LearnedCommit[i]

@@ -116,7 +116,7 @@ func (m *Machine[T, L, V]) RequestVote(s *StateOf[T, L, V], i, j ServerID, emit 
 		}
 	}
 	n := *s
-	n.Send(MessageOf[T, L]{
+	m.post(&n, MessageOf[T, L]{
 		Mtype:         RequestVoteRequest,
 		Mterm:         s.CurrentTerm[i],
 		MlastLogTerm:  lastLogTerm,
@@ -402,7 +402,7 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 	if m.history {
 		resp.Mlog = s.Log[i]
 	}
-	n.Reply(resp, msg)
+	m.reply(&n, resp, msg)
 	emit(n, LabelOf[T, L]{Action: ActHandleRequestVoteRequest, I: i, J: j, Msg: msg})
 }
 

@@ -15,7 +15,12 @@ var (
 
 func testModel(t *testing.T, p Profile, bugs Bug) *Model {
 	t.Helper()
-	c := Config{Profile: p, Servers: 3, Values: 2, MaxTerm: 9, MaxLog: 9, MaxDup: 9, MaxMsgs: 99}
+	return testModelProduction(t, p, bugs, false)
+}
+
+func testModelProduction(t *testing.T, p Profile, bugs Bug, production bool) *Model {
+	t.Helper()
+	c := Config{Profile: p, Servers: 3, Values: 2, MaxTerm: 9, MaxLog: 9, MaxDup: 9, MaxMsgs: 99, Production: production}
 	if p == ProfileDurable {
 		c.Crashes, c.Corruptions, c.Bugs = 2, 1, bugs
 	}
@@ -36,19 +41,20 @@ func successors(act func(Emit)) []Step {
 // actionCase is one row: a pre-state, an action, and the expected
 // successors, each given as the changes it makes to the pre-state.
 type actionCase struct {
-	name    string
-	profile Profile
-	bugs    Bug
-	pre     func(s *State)
-	act     func(m *Model, s *State, emit Emit)
-	want    []func(n *State) // nil: the action is not enabled
+	name       string
+	profile    Profile
+	production bool
+	bugs       Bug
+	pre        func(s *State)
+	act        func(m *Model, s *State, emit Emit)
+	want       []func(n *State) // nil: the action is not enabled
 }
 
 func runActionCases(t *testing.T, cases []actionCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := testModel(t, tc.profile, tc.bugs)
+			m := testModelProduction(t, tc.profile, tc.bugs, tc.production)
 			s := m.Init()
 			if tc.pre != nil {
 				tc.pre(s)
@@ -290,26 +296,6 @@ func TestDurableActions(t *testing.T) {
 			}
 			return out
 		}()},
-		{name: "Crash with volatile-learned-commit may bring back any lower learnedCommit", profile: D,
-			bugs: BugVolatileLearnedCommit, pre: func(s *State) {
-				s.Log[1], s.DurableLen[1], s.LearnedCommit[1] = LogOf(e1), 1, 1
-			}, act: func(m *Model, s *State, e Emit) { m.Crash(s, 1, e) }, want: []func(*State){
-				func(n *State) { n.CrashesLeft, n.LearnedCommit[1] = 1, 0 },
-				func(n *State) { n.CrashesLeft = 1 },
-			}},
-		{name: "Corrupt with volatile-learned-commit may bring back any lower learnedCommit", profile: D,
-			bugs: BugVolatileLearnedCommit, pre: func(s *State) {
-				s.CurrentTerm[1], s.Log[1], s.DurableLen[1], s.LearnedCommit[1] = 2, LogOf(e1), 1, 1
-			}, act: func(m *Model, s *State, e Emit) { m.Corrupt(s, 1, e) }, want: []func(*State){
-				func(n *State) {
-					n.Log[1], n.DurableLen[1], n.LearnedCommit[1] = LogOf(), 0, 0
-					n.Verdict[1], n.TruncatedAtTerm[1], n.CorruptionsLeft = Truncated, 2, 0
-				},
-				func(n *State) {
-					n.Log[1], n.DurableLen[1] = LogOf(), 0
-					n.Verdict[1], n.TruncatedAtTerm[1], n.CorruptionsLeft = Truncated, 2, 0
-				},
-			}},
 		{name: "Corrupt never takes a quorum", profile: D, pre: func(s *State) {
 			s.Log[1], s.DurableLen[1] = LogOf(e1), 1
 			s.Verdict[2], s.TruncatedAtTerm[2] = Truncated, 1

@@ -91,9 +91,11 @@ func longTrace(tb testing.TB, events, timeouts int) []byte {
 		d.do(traceLabel{Action: ActRequestVote, I: 1, J: j})
 	}
 	d.receive(ActHandleRequestVoteRequest, RequestVoteRequest, 1, 1, 0)
+	d.do(traceLabel{Action: ActPersist, I: 1}) // the term and the vote durable: the requests leave
 	for _, j := range []ServerID{2, 3} {
 		d.receive(ActUpdateTerm, RequestVoteRequest, 1, j, 0)
 		d.receive(ActHandleRequestVoteRequest, RequestVoteRequest, 1, j, 0)
+		d.do(traceLabel{Action: ActPersist, I: j})
 	}
 	d.receive(ActHandleRequestVoteResponse, RequestVoteResponse, 1, 1, 0)
 	d.receive(ActHandleRequestVoteResponse, RequestVoteResponse, 2, 1, 0)

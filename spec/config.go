@@ -68,16 +68,18 @@ const (
 	// durable match reaches the commit index of the AppendEntries it
 	// accepts, whatever that leader's term.
 	BugReleaseAtLeaderCommit
-	// BugVolatileLearnedCommit: learnedCommit is not durable hard state: a
-	// restart (Crash or Corrupt) may bring back any lower value. It over-approximates persisting
-	// the learned commit lazily (for example in the log's own batches, one
-	// fdatasync with the entries, instead of a hard-state write per update).
-	BugVolatileLearnedCommit
 	// BugTruncationNotSynced: a suffix truncation (the conflict branch) is
 	// not durable until the next flush: a crash before it may bring back
 	// the durable log as it was before the truncation (impl/wal's
-	// TruncateSuffix without the driver's sync, docs/refinement.md).
+	// TruncateSuffix without the driver's sync, docs/refinement.md). In the
+	// production profile the truncation then does not hold the node (it
+	// is not part of the persistence window).
 	BugTruncationNotSynced
+	// BugMarkAfterCut (production profile only): a Corrupt makes the cut
+	// of the log durable at once (wal.Open writes it) but the TRUNCATED
+	// mark (truncatedAtTerm) only with the node's next Persist, so a crash
+	// in between boots the cut log CLEAN (the boot window).
+	BugMarkAfterCut
 
 	// The classic bugs: one rule of raft.tla itself removed (issue 20).
 	// Each is a switch of either profile.
@@ -119,7 +121,6 @@ var bugNames = map[Bug]string{
 	BugNoPromotionFence:            "no-promotion-fence",
 	BugTruncatedMemberVotes:        "truncated-member-votes",
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
-	BugVolatileLearnedCommit:       "volatile-learned-commit",
 	BugTruncationNotSynced:         "truncation-not-synced",
 	BugVoteIgnoresLogIndex:         "vote-ignores-log-index",
 	BugCommitPriorTerm:             "commit-prior-term",
@@ -127,6 +128,7 @@ var bugNames = map[Bug]string{
 	BugVoteIgnoresVotedFor:         "vote-ignores-votedfor",
 	BugQuorumHalf:                  "quorum-half",
 	BugRestartForgetsVote:          "restart-forgets-vote",
+	BugMarkAfterCut:                "mark-after-cut",
 }
 
 func (b Bug) String() string {
@@ -202,7 +204,9 @@ type Config struct {
 	Bugs Bug
 
 	// Production adds the actions of the production core (production.go)
-	// to profile durable.
+	// to profile durable, and its persistence window (window.go): hard
+	// state and suffix truncations become durable at Persist, learnedCommit
+	// is not hard state.
 	Production bool
 }
 
@@ -227,6 +231,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("profile raft has no crash or corruption budgets, and of the bug switches only raft.tla's own (%v)", classicBugs)
 	case c.Profile == ProfileRaft && c.Production:
 		return fmt.Errorf("the production actions extend profile durable only")
+	case c.Bugs&BugMarkAfterCut != 0 && !c.Production:
+		return fmt.Errorf("-bug mark-after-cut needs the production actions (the persistence window)")
 	}
 	return nil
 }
@@ -293,15 +299,25 @@ func (c *Config) Has(b Bug) bool { return c.Bugs&b != 0 }
 // durable reports whether the durable profile is in force.
 func (c *Config) durable() bool { return c.Profile == ProfileDurable }
 
-// InBounds is the CONSTRAINT: whether s is counted and explored.
+// InBounds is the CONSTRAINT: whether s is counted and explored. The
+// messages held by the production profile's persistence windows count as
+// messages (MaxMsgs, MaxDup):
+//
+//	/\ Cardinality(DOMAIN messages) + Sum(Cardinality(DOMAIN held[i])) <= MaxMsgs
+//	/\ \A i \in Server, m \in DOMAIN held[i] : held[i][m] <= MaxDup
 func (m *Model) InBounds(s *State) bool {
 	for _, i := range m.servers {
 		if int(s.CurrentTerm[i]) > m.MaxTerm || s.Log[i].Len() > m.MaxLog {
 			return false
 		}
 	}
-	if len(s.Messages) > m.MaxMsgs {
-		return false
+	over := func(e BagEntry) bool { return int(e.N) > m.MaxDup }
+	msgs := len(s.Messages)
+	for _, i := range m.servers {
+		if slices.ContainsFunc(s.Held[i], over) {
+			return false
+		}
+		msgs += len(s.Held[i])
 	}
-	return !slices.ContainsFunc(s.Messages, func(e BagEntry) bool { return int(e.N) > m.MaxDup })
+	return msgs <= m.MaxMsgs && !slices.ContainsFunc(s.Messages, over)
 }

@@ -19,6 +19,14 @@ func (e *encoder) log(l Log)     { e.uvar(len(l)); e.b = append(e.b, l...) }
 func (e *encoder) set(s uint8)   { e.u8(s) }
 func (e *encoder) id(s ServerID) { e.u8(uint8(s)) }
 
+func (e *encoder) bag(bag []BagEntry) {
+	e.uvar(len(bag))
+	for k := range bag {
+		e.message(&bag[k].M)
+		e.u8(bag[k].N)
+	}
+}
+
 func (e *encoder) message(m *Message) {
 	e.u8(uint8(m.Mtype))
 	e.u8(m.Mterm)
@@ -48,11 +56,7 @@ func (e *encoder) message(m *Message) {
 // instead: tracestate.go.)
 func (m *Model) Encode(b []byte, s *State) []byte {
 	e := encoder{b: b}
-	e.uvar(len(s.Messages))
-	for k := range s.Messages {
-		e.message(&s.Messages[k].M)
-		e.u8(s.Messages[k].N)
-	}
+	e.bag(s.Messages)
 	e.uvar(len(s.Elections))
 	for k := range s.Elections {
 		el := &s.Elections[k]
@@ -90,7 +94,16 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 			e.u8(s.LearnedCommit[i])
 			e.u8(uint8(s.Verdict[i]))
 			e.u8(s.TruncatedAtTerm[i])
-			if m.Has(BugTruncationNotSynced) {
+			switch {
+			case m.Production:
+				p := &s.Persisted[i]
+				e.u8(p.CurrentTerm)
+				e.id(p.VotedFor)
+				e.u8(p.TruncatedAtTerm)
+				e.log(s.StaleLog[i])
+				e.u8(s.StaleDurable[i])
+				e.bag(s.Held[i])
+			case m.Has(BugTruncationNotSynced):
 				e.log(s.StaleLog[i])
 			}
 		}
@@ -139,6 +152,20 @@ func (d *decoder) log() Log {
 	return l
 }
 
+// bag decodes a bag: nil when empty.
+func (d *decoder) bag() []BagEntry {
+	n := d.uvar()
+	if n == 0 {
+		return nil
+	}
+	bag := make([]BagEntry, n)
+	for k := range bag {
+		d.message(&bag[k].M)
+		bag[k].N = d.u8()
+	}
+	return bag
+}
+
 func (d *decoder) message(m *Message) {
 	m.Mtype = MType(d.u8())
 	m.Mterm = d.u8()
@@ -168,13 +195,7 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 	}()
 	d := decoder{s: enc}
 	s = &State{}
-	if n := d.uvar(); n > 0 {
-		s.Messages = make([]BagEntry, n)
-		for k := range s.Messages {
-			d.message(&s.Messages[k].M)
-			s.Messages[k].N = d.u8()
-		}
-	}
+	s.Messages = d.bag()
 	if n := d.uvar(); n > 0 {
 		s.Elections = make([]Election, n)
 		for k := range s.Elections {
@@ -212,7 +233,13 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 			s.LearnedCommit[i] = d.u8()
 			s.Verdict[i] = Verdict(d.u8())
 			s.TruncatedAtTerm[i] = d.u8()
-			if m.Has(BugTruncationNotSynced) {
+			switch {
+			case m.Production:
+				s.Persisted[i] = Persisted{CurrentTerm: d.u8(), VotedFor: ServerID(d.u8()), TruncatedAtTerm: d.u8()}
+				s.StaleLog[i] = d.log()
+				s.StaleDurable[i] = d.u8()
+				s.Held[i] = d.bag()
+			case m.Has(BugTruncationNotSynced):
 				s.StaleLog[i] = d.log()
 			}
 		}

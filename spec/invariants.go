@@ -61,9 +61,36 @@ func TypeOK(m *Model, s *State) string {
 		if (s.Verdict[i] == Clean) != (s.TruncatedAtTerm[i] == 0) {
 			return fmt.Sprintf("%v: verdict %v with truncatedAtTerm %d", i, s.Verdict[i], s.TruncatedAtTerm[i])
 		}
+		if detail := typeOKWindow(m, s, i); detail != "" {
+			return detail
+		}
+	}
+	return ""
+}
+
+// typeOKWindow checks staleLog and, in the production profile, the
+// persistence window's variables of server i.
+func typeOKWindow(m *Model, s *State, i ServerID) string {
+	if !m.Production {
 		if s.StaleLog[i] != "" && (!m.Has(BugTruncationNotSynced) || s.StaleLog[i].Len() <= int(s.DurableLen[i])) {
 			return fmt.Sprintf("%v: staleLog %v with durableLen %d", i, s.StaleLog[i], s.DurableLen[i])
 		}
+		return ""
+	}
+	if int(s.StaleDurable[i]) > s.StaleLog[i].Len() || (!m.basePresent(s, i) && s.StaleDurable[i] != 0) {
+		return fmt.Sprintf("%v: staleDurable %d with staleLog %v", i, s.StaleDurable[i], s.StaleLog[i])
+	}
+	if len(s.Held[i]) > 0 && !m.WindowOpen(s, i) {
+		return fmt.Sprintf("%v: holds %d messages with its window closed", i, len(s.Held[i]))
+	}
+	for k, e := range s.Held[i] {
+		if e.N == 0 || e.M.Msource != i || e.M.Mdest == i || e.M.Mtype == AppendEntriesRequest ||
+			(k > 0 && compareMessage(&s.Held[i][k-1].M, &e.M) >= 0) {
+			return fmt.Sprintf("%v: held message %v (count %d)", i, e.M, e.N)
+		}
+	}
+	if p := s.Persisted[i]; p.CurrentTerm > s.CurrentTerm[i] || (p.CurrentTerm == s.CurrentTerm[i] && p.VotedFor != Nil && p.VotedFor != s.VotedFor[i]) {
+		return fmt.Sprintf("%v: persisted hard state %+v ahead of term %d vote %v", i, p, s.CurrentTerm[i], s.VotedFor[i])
 	}
 	return ""
 }

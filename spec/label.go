@@ -34,6 +34,7 @@ const (
 	ActHandleAppendEntriesResponseMax
 	ActFlushTo
 	ActStepDown
+	ActPersist
 	actionEnd
 )
 
@@ -62,6 +63,7 @@ var actionNames = [...]string{
 	ActHandleAppendEntriesResponseMax: "HandleAppendEntriesResponseMax",
 	ActFlushTo:                        "FlushTo",
 	ActStepDown:                       "StepDown",
+	ActPersist:                        "Persist",
 }
 
 func (a Action) String() string {
@@ -98,6 +100,7 @@ const (
 	BranchAlreadyDone
 	BranchConflict
 	BranchAppend
+	BranchDurablePrefix
 	branchEnd
 )
 
@@ -108,6 +111,7 @@ var branchNames = [...]string{
 	BranchAlreadyDone:      "already-done",
 	BranchConflict:         "conflict",
 	BranchAppend:           "append",
+	BranchDurablePrefix:    "durable-prefix",
 }
 
 func (b Branch) String() string {

@@ -18,6 +18,9 @@ package spec
 //
 // allLogs' is built from the logs of s, the pre-state, on every step.
 //
+// In the production profile every step of a server but Crash, Corrupt and
+// Persist may open its persistence window (OpenWindow, window.go).
+//
 // With Config.Production the actions of production.go are added, and an
 // AppendEntries request with more than one entry is handled only by
 // HandleAppendEntriesBatch.
@@ -30,6 +33,7 @@ func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 			emit(n, l)
 		}
 	}
+	out = m.windowed(s, out)
 	for _, i := range m.servers {
 		if m.durable() {
 			m.Crash(s, i, out)
@@ -108,6 +112,7 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		}
 		emit(n, got)
 	}
+	out = m.windowed(s, out)
 	if l.Action.isProduction() {
 		if m.Production {
 			m.stepProduction(s, l, out)
@@ -178,5 +183,21 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		case ActDropMessage:
 			m.DropMessage(s, msg, out)
 		}
+	}
+}
+
+// windowed applies OpenWindow to the successors of s, in the production
+// profile.
+func (m *Machine[T, L, V]) windowed(s *StateOf[T, L, V], emit EmitOf[T, L, V]) EmitOf[T, L, V] {
+	if !m.Production {
+		return emit
+	}
+	return func(n StateOf[T, L, V], l LabelOf[T, L]) {
+		switch l.Action {
+		case ActCrash, ActCorrupt, ActPersist:
+		default:
+			m.openWindow(s, &n, l.I)
+		}
+		emit(n, l)
 	}
 }

@@ -4,9 +4,10 @@ import "fmt"
 
 // This file holds the actions of the production core (impl/raft) that
 // neither raft.tla nor the durable profile has. They are enabled by
-// Config.Production (durable profile only) and add no variables: each is a
-// step over the variables raft.tla and the durable profile already have, so
-// the invariants of invariants.go judge them unchanged. docs/refinement.md
+// Config.Production (durable profile only). Except for the persistence
+// window (window.go: persisted, held, staleDurable), each is a step over the
+// variables raft.tla and the durable profile already have, so the
+// invariants of invariants.go judge them unchanged. docs/refinement.md
 // maps every step of impl/raft to these actions and to raft.tla's.
 //
 // The actions generalise raft.tla's where the production core does more in
@@ -32,6 +33,10 @@ import "fmt"
 //     durable (the WAL synced a batch while the core appended more).
 //   - StepDown(i): a leader or candidate becomes a follower in its own term
 //     (check-quorum lost, a failed WAL, a candidate going back to pre-vote).
+//   - Persist(i) (window.go): the end of i's persistence window, the hard
+//     state and a truncation durable, the messages that waited for them
+//     released. With the production actions hard state is durable only
+//     then, and a crash inside the window may undo it.
 //
 // Which action generalises which (the production actions are all allowed
 // in addition to raft.tla's and the durable profile's):
@@ -43,18 +48,19 @@ import "fmt"
 //	HandleAppendEntriesResponse     HandleAppendEntriesResponseMax
 //	Flush(i)                        FlushTo(i) (a partial flush)
 //	—                               StepDown(i)
+//	— (hard state durable at once)  Persist(i)
 
 // ProductionActions lists the names of the production actions.
 func ProductionActions() []string {
 	var out []string
-	for a := ActSendAppendEntries; a <= ActStepDown; a++ {
+	for a := ActSendAppendEntries; a <= ActPersist; a++ {
 		out = append(out, a.String())
 	}
 	return out
 }
 
 // isProduction reports whether a is one of the production actions.
-func (a Action) isProduction() bool { return a >= ActSendAppendEntries && a <= ActStepDown }
+func (a Action) isProduction() bool { return a >= ActSendAppendEntries && a <= ActPersist }
 
 // productionReceives reports whether the production action a consumes a
 // message of the bag.
@@ -149,6 +155,17 @@ func (m *Machine[T, L, V]) appendEntriesRange(s *StateOf[T, L, V], i, j ServerID
 //	   /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({learnedCommit[i], m.mleaderCommit})]
 //	   /\ (the fence of a TRUNCATED member releases when FenceReleases(i, m))
 //	   /\ Reply(success, mmatchIndex |-> m.mprevLogIndex + Len(m.mentries))
+//	\/ \* durable prefix: a heartbeat beyond the durable log is answered at once
+//	   /\ m.mentries = << >> /\ m.mprevLogIndex <= Len(log[i])
+//	   /\ durableLen[i] < m.mprevLogIndex
+//	   /\ Reply(success, mmatchIndex |-> durableLen[i])
+//
+// The durable-prefix reply is safe because logOk and Log Matching make
+// log[i]'s first mprevLogIndex entries the leader's: its durable prefix is
+// a prefix of the leader's log, which the leader may count. It keeps
+// heartbeats, check-quorum and read rounds from waiting on a slow
+// fdatasync; the heartbeat teaches nothing else (no commit index), and the
+// entries' own requests are acknowledged when durable.
 //
 // As in raft.tla, conflict and append leave the message in the bag; the
 // success reply comes when it is handled again, once the entries are
@@ -191,7 +208,16 @@ func (m *Machine[T, L, V]) HandleAppendEntriesBatch(s *StateOf[T, L, V], i, j Se
 	default:
 		matchIndex := prev + entries.Len()
 		if !m.Has(BugFollowerAcksAppended) && int(s.DurableLen[i]) < matchIndex {
-			return // waits in the bag for a flush
+			if entries.Len() == 0 {
+				// A heartbeat beyond the durable log: acknowledge what is
+				// durable now, a prefix of the leader's log.
+				n := *s
+				m.reply(&n, MessageOf[T, L]{Mtype: AppendEntriesResponse, Mterm: s.CurrentTerm[i], Msuccess: true,
+					MmatchIndex: s.DurableLen[i], Msource: i, Mdest: j}, msg)
+				label.Branch = BranchDurablePrefix
+				emit(n, label)
+			}
+			return // else it waits in the bag for a flush
 		}
 		n := *s
 		n.CommitIndex[i] = max(s.CommitIndex[i], msg.McommitIndex)
@@ -200,7 +226,7 @@ func (m *Machine[T, L, V]) HandleAppendEntriesBatch(s *StateOf[T, L, V], i, j Se
 			n.Verdict[i] = Clean
 			n.TruncatedAtTerm[i] = 0
 		}
-		n.Reply(MessageOf[T, L]{Mtype: AppendEntriesResponse, Mterm: s.CurrentTerm[i], Msuccess: true,
+		m.reply(&n, MessageOf[T, L]{Mtype: AppendEntriesResponse, Mterm: s.CurrentTerm[i], Msuccess: true,
 			MmatchIndex: T(matchIndex), Msource: i, Mdest: j}, msg)
 		label.Branch = BranchAlreadyDone
 		emit(n, label)
@@ -249,12 +275,15 @@ func (m *Machine[T, L, V]) HandleAppendEntriesResponseMax(s *StateOf[T, L, V], i
 //	          durableLen' = [durableLen EXCEPT ![i] = k]
 //	    /\ UNCHANGED <<everything else>>
 //
-// k = Len(log[i]) is Flush(i).
+// k = Len(log[i]) is Flush(i). Like Flush it needs ~WindowOpen(i).
 func (m *Machine[T, L, V]) FlushTo(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
+	if m.WindowOpen(s, i) {
+		return
+	}
 	for k := int(s.DurableLen[i]) + 1; k < s.Log[i].Len(); k++ {
 		n := *s
 		n.DurableLen[i] = T(k)
-		n.StaleLog[i] = *new(L) // the flusher syncs a pending truncation first
+		n.StaleLog[i], n.StaleDurable[i] = *new(L), 0 // the flusher syncs a pending truncation first
 		emit(n, LabelOf[T, L]{Action: ActFlushTo, I: i, Cut: T(k)})
 	}
 }
@@ -283,6 +312,7 @@ func (m *Machine[T, L, V]) nextProduction(s *StateOf[T, L, V], emit EmitOf[T, L,
 	for _, i := range m.servers {
 		m.FlushTo(s, i, emit)
 		m.StepDown(s, i, emit)
+		m.Persist(s, i, emit)
 	}
 	for _, i := range m.servers {
 		for _, j := range m.servers {
@@ -344,6 +374,8 @@ func (m *Machine[T, L, V]) stepProduction(s *StateOf[T, L, V], l LabelOf[T, L], 
 		m.FlushTo(s, l.I, emit)
 	case ActStepDown:
 		m.StepDown(s, l.I, emit)
+	case ActPersist:
+		m.Persist(s, l.I, emit)
 	default:
 		panic(fmt.Sprintf("stepProduction: %v is not a production action", l.Action))
 	}

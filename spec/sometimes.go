@@ -11,11 +11,12 @@ import (
 // satisfies it, so that no invariant passes vacuously. Exactly one of State
 // and Step is set.
 type Sometimes struct {
-	Name    string
-	Profile *Profile // nil: both profiles
-	Doc     string
-	State   func(m *Model, s *State) bool
-	Step    func(m *Model, pre *State, l Label, post *State) bool
+	Name       string
+	Profile    *Profile // nil: both profiles
+	Production bool     // only with the production actions
+	Doc        string
+	State      func(m *Model, s *State) bool
+	Step       func(m *Model, pre *State, l Label, post *State) bool
 }
 
 var (
@@ -75,7 +76,7 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActCrash && int(l.Cut) < pre.Log[l.I].Len()
 		}},
-	{Name: "TruncationLost", Profile: onlyDurable, Doc: "a crash brings back entries a truncation removed (only with -bug truncation-not-synced)",
+	{Name: "TruncationLost", Profile: onlyDurable, Doc: "a crash brings back entries a truncation removed (with -bug truncation-not-synced, or inside a persistence window)",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActCrash && !pre.Log[l.I].HasPrefix(post.Log[l.I])
 		}},
@@ -107,13 +108,25 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActBecomeLeader && int(pre.CorruptionsLeft) < m.Corruptions
 		}},
+	{Name: "CrashRevertsHardState", Profile: onlyDurable, Production: true, Doc: "a crash inside a persistence window brings back the hard state before it",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActCrash && hardStateOf(pre, l.I) != hardStateOf(post, l.I)
+		}},
+	{Name: "HeldReleased", Profile: onlyDurable, Production: true, Doc: "a Persist releases messages that waited for it",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActPersist && len(pre.Held[l.I]) > 0
+		}},
+	{Name: "HeartbeatAckedDurable", Profile: onlyDurable, Production: true, Doc: "a heartbeat beyond the durable log is answered with the durable prefix",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActHandleAppendEntriesBatch && l.Branch == BranchDurablePrefix
+		}},
 }
 
 // SometimesFor lists the reachability properties of the model's profile.
 func (m *Model) SometimesFor() []Sometimes {
 	var out []Sometimes
 	for _, p := range SometimesProperties {
-		if p.Profile == nil || *p.Profile == m.Profile {
+		if (p.Profile == nil || *p.Profile == m.Profile) && (!p.Production || m.Production) {
 			out = append(out, p)
 		}
 	}

@@ -31,6 +31,9 @@ type BagEntry = BagEntryOf[uint8, Log]
 //   - Elections, AllLogs and Committed are sorted sets without duplicates.
 //   - durable: DurableLen[i] <= Len(Log[i]); Verdict[i] = Clean exactly when
 //     TruncatedAtTerm[i] = 0.
+//   - production: StaleDurable[i] <= Len(StaleLog[i]); every message of
+//     Held[i] is from i to another server and is not an AppendEntries
+//     request; Held[i] is empty while i's window is closed.
 type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	// Global variables of raft.tla.
 	Messages  []BagEntryOf[T, L]    // messages: a bag, Message -> count
@@ -54,13 +57,36 @@ type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	LearnedCommit   [MaxServers + 1]T // learnedCommit: highest commit index i learned (durable hard state)
 	Verdict         [MaxServers + 1]Verdict
 	TruncatedAtTerm [MaxServers + 1]T // currentTerm[i] at the corruption that set Verdict[i] = Truncated
-	// StaleLog, only with -bug truncation-not-synced (empty otherwise): the durable
-	// log as it was before a suffix truncation that no flush has synced yet, which a
-	// crash may bring back. Empty when no such truncation is pending.
+	// StaleLog: without the production actions, only with -bug
+	// truncation-not-synced (empty otherwise): the durable log as it was
+	// before a suffix truncation that no flush has synced yet, which a
+	// crash may bring back. In the production profile: the log as it was
+	// when i's persistence window opened (window.go), which a crash inside
+	// the window may bring back, with StaleDurable its durable length.
 	StaleLog        [MaxServers + 1]L
 	Committed       []CommittedOf[T] // committed: history variable
 	CrashesLeft     T
 	CorruptionsLeft T
+
+	// The production profile's persistence window (window.go); zero
+	// otherwise. Persisted[i] is the durable copy of i's hard state, the
+	// one a crash may return to; Held[i] the messages i sent while its
+	// window was open (a bag, not yet on the network).
+	Persisted    [MaxServers + 1]PersistedOf[T]
+	Held         [MaxServers + 1][]BagEntryOf[T, L]
+	StaleDurable [MaxServers + 1]T
+}
+
+// Persisted is the explorer's durable hard state.
+type Persisted = PersistedOf[uint8]
+
+// PersistedOf is a server's durable hard state in the production profile:
+// currentTerm, votedFor and truncatedAtTerm as the disk holds them
+// (learnedCommit is not hard state there: docs/durable-raft.md).
+type PersistedOf[T Int] struct {
+	CurrentTerm     T
+	VotedFor        ServerID
+	TruncatedAtTerm T
 }
 
 // State is the explorer's state.
@@ -81,6 +107,11 @@ func (m *Machine[T, L, V]) Init() *StateOf[T, L, V] {
 	if m.Profile == ProfileDurable {
 		s.CrashesLeft = T(m.Crashes)
 		s.CorruptionsLeft = T(m.Corruptions)
+	}
+	if m.Production {
+		for _, i := range m.servers {
+			s.Persisted[i] = PersistedOf[T]{CurrentTerm: 1, VotedFor: Nil}
+		}
 	}
 	return s
 }

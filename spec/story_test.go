@@ -18,13 +18,17 @@ import (
 //
 // Syntax, one step per line ('#' starts a comment):
 //
-//	config servers=3 values=1 crashes=0 corruptions=1 bugs=truncated-member-votes
+//	config servers=3 values=1 crashes=0 corruptions=1 production=0 bugs=truncated-member-votes
 //	Timeout s1                      # an action of one server
 //	RequestVote s1 s2               # i j
 //	ClientRequest s1 1              # i value
 //	Crash s2 0 / Corrupt s2 0       # i cut
-//	Crash s2 0 learned=0            # and the learnedCommit it brings back
-//	                                # (-bug volatile-learned-commit)
+//	Crash s2 0 learned=0 term=2     # and the learnedCommit, term or verdict
+//	                                # it brings back (production=1: a restart
+//	                                # may bring back a lower learnedCommit, and
+//	                                # inside a persistence window an older
+//	                                # hard state)
+//	Persist s1                      # production=1: s1's window ends
 //	HandleRequestVoteRequest s2 <- s1 [mterm=2 ...]
 //	                                # a message action: the one message of the
 //	                                # bag from s1 to s2 that the handler takes
@@ -118,6 +122,8 @@ func parseStory(path string) (*story, error) {
 					st.cfg.Crashes = n
 				case "corruptions":
 					st.cfg.Corruptions = n
+				case "production":
+					st.cfg.Production = n != 0
 				case "bugs":
 					if st.cfg.Bugs, err = ParseBugs(v); err != nil {
 						return nil, fmt.Errorf("%s:%d: %w", path, no, err)
@@ -221,26 +227,59 @@ func (st *story) label(m *Model, s *State, ln storyLine) (Label, func(*State) bo
 			return fail("want: %s I J", a)
 		}
 		l.J = server(f[2])
-	case a == ActClientRequest || a == ActCrash || a == ActCorrupt:
-		if len(f) != 3 && !(len(f) == 4 && a != ActClientRequest) {
-			return fail("want: %s I N, or Crash/Corrupt I CUT learned=N", a)
+	case a == ActClientRequest:
+		if len(f) != 3 {
+			return fail("want: %s I V", a)
 		}
 		n, err := strconv.Atoi(f[2])
 		if err != nil {
 			return fail("%v", err)
 		}
-		l.Value, l.Cut = uint8(n), uint8(n)
-		if len(f) == 4 {
-			v, ok := strings.CutPrefix(f[3], "learned=")
-			learned, err := strconv.Atoi(v)
-			if !ok || err != nil {
-				return fail("want learned=N, got %q", f[3])
-			}
-			i := l.I
-			return l, func(n *State) bool { return int(n.LearnedCommit[i]) == learned }, nil
+		l.Value = uint8(n)
+	case a == ActCrash || a == ActCorrupt:
+		if len(f) < 3 {
+			return fail("want: %s I CUT [learned=N] [term=N] [verdict=V]", a)
 		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return fail("%v", err)
+		}
+		l.Cut = uint8(n)
+		filter, err := restartFilter(l.I, f[3:])
+		if err != nil {
+			return fail("%v", err)
+		}
+		return l, filter, nil
 	}
 	return l, nil, nil
+}
+
+// restartFilter picks, among the outcomes of a restart of i, those with
+// the given learnedCommit, currentTerm or verdict.
+func restartFilter(i ServerID, kvs []string) (func(*State) bool, error) {
+	var preds []func(*State) bool
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		switch {
+		case k == "learned" && err == nil:
+			preds = append(preds, func(s *State) bool { return int(s.LearnedCommit[i]) == n })
+		case k == "term" && err == nil:
+			preds = append(preds, func(s *State) bool { return int(s.CurrentTerm[i]) == n })
+		case k == "verdict" && (v == "CLEAN" || v == "TRUNCATED"):
+			preds = append(preds, func(s *State) bool { return s.Verdict[i].String() == v })
+		default:
+			return nil, fmt.Errorf("want learned=N, term=N or verdict=CLEAN|TRUNCATED, got %q", kv)
+		}
+	}
+	return func(s *State) bool {
+		for _, p := range preds {
+			if !p(s) {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
 // messageHas checks field=value pairs against the message's trace form.

@@ -82,6 +82,7 @@ func (m *traceMachine) traceKey(s *TraceState) uint64 {
 		mix(s.DurableLen[i])
 		mix(s.LearnedCommit[i])
 		mix(uint64(s.VotesGranted[i])<<8 | uint64(s.VotesResponded[i]))
+		mix(s.Persisted[i].CurrentTerm<<8 | uint64(s.Persisted[i].VotedFor) | uint64(len(s.Held[i]))<<40)
 	}
 	return h ^ s.CrashesLeft<<32 ^ s.CorruptionsLeft
 }
@@ -90,15 +91,13 @@ func (m *traceMachine) traceKey(s *TraceState) uint64 {
 // variables (they have no history variables): then they have the same
 // futures, and the checker keeps one.
 func (m *traceMachine) traceStatesEqual(a, b *TraceState) bool {
-	if len(a.Messages) != len(b.Messages) || a.CrashesLeft != b.CrashesLeft || a.CorruptionsLeft != b.CorruptionsLeft {
+	if a.CrashesLeft != b.CrashesLeft || a.CorruptionsLeft != b.CorruptionsLeft || !bagsEqual(a.Messages, b.Messages) {
 		return false
 	}
-	for k := range a.Messages {
-		if a.Messages[k].N != b.Messages[k].N || compareMessage(&a.Messages[k].M, &b.Messages[k].M) != 0 {
+	for _, i := range m.servers {
+		if a.Persisted[i] != b.Persisted[i] || a.StaleDurable[i] != b.StaleDurable[i] || !bagsEqual(a.Held[i], b.Held[i]) {
 			return false
 		}
-	}
-	for _, i := range m.servers {
 		switch {
 		case a.CurrentTerm[i] != b.CurrentTerm[i], a.State[i] != b.State[i], a.VotedFor[i] != b.VotedFor[i],
 			a.CommitIndex[i] != b.CommitIndex[i], a.VotesResponded[i] != b.VotesResponded[i],
@@ -112,6 +111,18 @@ func (m *traceMachine) traceStatesEqual(a, b *TraceState) bool {
 			if a.NextIndex[i][j] != b.NextIndex[i][j] || a.MatchIndex[i][j] != b.MatchIndex[i][j] {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+func bagsEqual(a, b []BagEntryOf[uint64, RunLog]) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k].N != b[k].N || compareMessage(&a[k].M, &b[k].M) != 0 {
+			return false
 		}
 	}
 	return true

@@ -43,13 +43,14 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
               "candidate-advertises-learned", "candidate-advertises-appended",
               "no-voter-learned-floor", "no-promotion-fence",
               "truncated-member-votes", "release-at-leader-commit",
-              "volatile-learned-commit", "truncation-not-synced">>
+              "truncation-not-synced", "mark-after-cut">>
 
 ASSUME /\ Profile \in {"raft", "durable"}
        /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames}
        /\ Profile = "raft" => Bugs = {} /\ Crashes = 0 /\ Corruptions = 0
        /\ Production \in BOOLEAN
        /\ Production => Profile = "durable"
+       /\ "mark-after-cut" \in Bugs => Production
        /\ Nil \notin Server
 
 IsDurable    == Profile = "durable"
@@ -75,17 +76,26 @@ VARIABLE verdict           \* recovery verdict: CLEAN or TRUNCATED (durable)
 VARIABLE truncatedAtTerm   \* currentTerm[i] when the corruption happened
 VARIABLE committed         \* history: [index, term, cterm] of committed entries
 VARIABLE crashesLeft, corruptionsLeft   \* the environment's budgets
-VARIABLE staleLog          \* truncation-not-synced only: the durable log before
-                           \* a truncation no flush has synced yet (<<>>: none)
+VARIABLE staleLog          \* truncation-not-synced: the durable log before a
+                           \* truncation no flush has synced yet (<<>>: none);
+                           \* production: the base of i's persistence window
+
+(* Variables of the production profile's persistence window; constant    *)
+(* otherwise (spec/window.go).                                            *)
+
+VARIABLE staleDurable      \* the durable length of staleLog[i]
+VARIABLE persisted         \* the durable copy of i's hard state
+VARIABLE held              \* messages i sent in its window: a bag per server
 
 serverVars    == <<currentTerm, state, votedFor>>
 logVars       == <<log, commitIndex>>
 candidateVars == <<votesResponded, votesGranted, voterLog>>
 leaderVars    == <<nextIndex, matchIndex, elections>>
 durableVars   == <<durableLen, learnedCommit, verdict, truncatedAtTerm,
-                   committed, crashesLeft, corruptionsLeft, staleLog>>
+                   committed, crashesLeft, corruptionsLeft>>
+windowVars    == <<staleLog, staleDurable, persisted, held>>
 vars == <<messages, allLogs, serverVars, candidateVars, leaderVars, logVars,
-          durableVars>>
+          durableVars, windowVars>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -112,15 +122,86 @@ Discard(m) == messages' = WithoutMessage(m, messages)
 Reply(response, request) ==
     messages' = WithoutMessage(request, WithMessage(response, messages))
 
-\* With truncation-not-synced, a truncation that removes durable entries
-\* leaves the durable log it had on disk until the next flush; only the
-\* first one since the last flush changes what is on disk.
+IsPrefix(p, s) == Len(p) <= Len(s) /\ SubSeq(s, 1, Len(p)) = p
+
+EmptyBag == [m \in {} |-> 0]
+
+\* The union of two bags.
+BagSum(a, b) ==
+    [m \in DOMAIN a \cup DOMAIN b |->
+        (IF m \in DOMAIN a THEN a[m] ELSE 0) + (IF m \in DOMAIN b THEN b[m] ELSE 0)]
+
+\* With truncation-not-synced (without the production actions), a
+\* truncation that removes durable entries leaves the durable log it had on
+\* disk until the next flush; only the first one since the last flush
+\* changes what is on disk.
 KeepStaleLog(i) ==
-    IF /\ Has("truncation-not-synced")
-       /\ staleLog[i] = <<>>
-       /\ durableLen'[i] < durableLen[i]
-    THEN staleLog' = [staleLog EXCEPT ![i] = SubSeq(log[i], 1, durableLen[i])]
-    ELSE UNCHANGED staleLog
+    /\ IF /\ Has("truncation-not-synced")
+          /\ staleLog[i] = <<>>
+          /\ durableLen'[i] < durableLen[i]
+       THEN staleLog' = [staleLog EXCEPT ![i] = SubSeq(log[i], 1, durableLen[i])]
+       ELSE UNCHANGED staleLog
+    /\ UNCHANGED staleDurable
+
+-----------------------------------------------------------------------------
+(* The persistence window of the production profile (spec/window.go).     *)
+
+\* i's hard state, before and after the step.
+HardState(i)     == [currentTerm |-> currentTerm[i], votedFor |-> votedFor[i],
+                     truncatedAtTerm |-> truncatedAtTerm[i]]
+HardStateNext(i) == [currentTerm |-> currentTerm'[i], votedFor |-> votedFor'[i],
+                     truncatedAtTerm |-> truncatedAtTerm'[i]]
+
+HardStateDirty(i) == IsProduction /\ HardState(i) /= persisted[i]
+
+\* The window is open while the hard state or (but with
+\* truncation-not-synced) a truncation is not durable.  (Written as a
+\* negation: TLC would branch on a disjunction in an action's guard and
+\* generate the successor twice when both hold.)
+WindowOpen(i) ==
+    ~(/\ ~HardStateDirty(i)
+      /\ ~(IsProduction /\ ~Has("truncation-not-synced") /\ staleLog[i] /= <<>>))
+
+\* The window (or a pending truncation) has a base log: staleLog[i], empty
+\* or not when the hard state is dirty.
+BasePresent(i) == HardStateDirty(i) \/ staleLog[i] /= <<>>
+
+\* A step of i that changes its hard state or truncates its log opens its
+\* window, with the log before the step as the base.  (After the
+\* conjuncts that set log'[i] and the hard state.)
+OpenWindow(i) ==
+    IF /\ IsProduction
+       /\ ~BasePresent(i)
+       /\ HardStateNext(i) /= persisted[i] \/ ~IsPrefix(log[i], log'[i])
+    THEN /\ staleLog'     = [staleLog EXCEPT ![i] = log[i]]
+         /\ staleDurable' = [staleDurable EXCEPT ![i] = durableLen[i]]
+    ELSE UNCHANGED <<staleLog, staleDurable>>
+
+\* A message that depends on its sender's open window (as the step leaves
+\* the hard state) waits in held[msource]: a vote request or response, an
+\* AppendEntries response, not to the sender itself.
+HeldFor(m) ==
+    /\ IsProduction
+    /\ m.mdest /= m.msource
+    /\ m.mtype /= AppendEntriesRequest
+    /\ \/ HardStateNext(m.msource) /= persisted[m.msource]
+       \/ ~Has("truncation-not-synced") /\ staleLog[m.msource] /= <<>>
+
+\* Send, or hold.  (After the conjuncts that set the hard state.)
+Post(m) ==
+    IF HeldFor(m)
+    THEN /\ held' = [held EXCEPT ![m.msource] = WithMessage(m, @)]
+         /\ UNCHANGED messages
+    ELSE /\ Send(m)
+         /\ UNCHANGED held
+
+\* Reply, with the response posted.
+PostReply(response, request) ==
+    IF HeldFor(response)
+    THEN /\ held'     = [held EXCEPT ![response.msource] = WithMessage(response, @)]
+         /\ messages' = WithoutMessage(request, messages)
+    ELSE /\ Reply(response, request)
+         /\ UNCHANGED held
 
 -----------------------------------------------------------------------------
 (* Initial state *)
@@ -147,6 +228,10 @@ Init ==
     /\ crashesLeft     = IF IsDurable THEN Crashes ELSE 0
     /\ corruptionsLeft = IF IsDurable THEN Corruptions ELSE 0
     /\ staleLog        = [i \in Server |-> <<>>]
+    /\ staleDurable    = [i \in Server |-> 0]
+    /\ persisted       = [i \in Server |-> [currentTerm |-> 1, votedFor |-> Nil,
+                                             truncatedAtTerm |-> 0]]
+    /\ held            = [i \in Server |-> EmptyBag]
 
 -----------------------------------------------------------------------------
 (* Actions of raft.tla, with the durable profile's changes marked.         *)
@@ -166,7 +251,8 @@ ResetVolatile(i) ==
 Restart(i) ==
     /\ ~IsDurable
     /\ ResetVolatile(i)
-    /\ UNCHANGED <<messages, currentTerm, votedFor, log, elections, durableVars>>
+    /\ UNCHANGED <<messages, currentTerm, votedFor, log, elections, durableVars,
+                   windowVars>>
 
 \* Server i's election timer fires: it stands for the next term.
 Timeout(i) ==
@@ -177,7 +263,8 @@ Timeout(i) ==
     /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
     /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
     /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
-    /\ UNCHANGED <<messages, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<messages, leaderVars, logVars, durableVars, persisted, held>>
+    /\ OpenWindow(i)
 
 \* The log a server puts forward in an election, and compares a candidate's
 \* with.  durable: only the fdatasync'd prefix, which survives a crash.
@@ -197,13 +284,14 @@ RequestVote(i, j) ==
                        [] OTHER -> Len(adv)
     IN /\ state[i] = Candidate
        /\ j \notin votesResponded[i]
-       /\ Send([mtype         |-> RequestVoteRequest,
+       /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars,
+                      staleLog, staleDurable, persisted>>
+       /\ Post([mtype         |-> RequestVoteRequest,
                 mterm         |-> currentTerm[i],
                 mlastLogTerm  |-> lastTerm,
                 mlastLogIndex |-> lastIndex,
                 msource       |-> i,
                 mdest         |-> j])
-       /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
 
 \* Leader i sends j the entry at nextIndex[i][j] (or none) and its log as
 \* history field mlog.  durable: mleaderCommit carries commitIndex[i]
@@ -236,7 +324,7 @@ AppendEntries(i, j) ==
                      mcommitIndex   |-> commit,
                      msource        |-> i,
                      mdest          |-> j])
-    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
 
 \* durable: the promotion fence.  A TRUNCATED member, or one whose durable
 \* log is shorter than what it learned as committed, may not lead.
@@ -256,14 +344,16 @@ BecomeLeader(i) ==
                                       elog      |-> log[i],
                                       evotes    |-> votesGranted[i],
                                       evoterLog |-> voterLog[i]]}
-    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, logVars, durableVars>>
+    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, logVars, durableVars,
+                   windowVars>>
 
 \* Leader i appends client value v to its log (not yet durable).
 ClientRequest(i, v) ==
     /\ state[i] = Leader
     /\ log' = [log EXCEPT ![i] = Append(@, [term |-> currentTerm[i], value |-> v])]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, commitIndex,
-                   durableVars>>
+                   durableVars, persisted, held>>
+    /\ OpenWindow(i)
 
 \* committed grows by the entries 1..commit of xlog not recorded yet, each
 \* with the term t in which a leader's commit index first covered it.
@@ -297,7 +387,7 @@ AdvanceCommitIndex(i) ==
              ELSE UNCHANGED <<learnedCommit, committed>>
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, log,
                    durableLen, verdict, truncatedAtTerm, crashesLeft, corruptionsLeft,
-                   staleLog>>
+                   windowVars>>
 
 -----------------------------------------------------------------------------
 (* Message handlers: i is the recipient, j the sender, m the message.      *)
@@ -323,15 +413,16 @@ HandleRequestVoteRequest(i, j, m) ==
     IN /\ m.mterm <= currentTerm[i]
        /\ \/ grant  /\ votedFor' = [votedFor EXCEPT ![i] = j]
           \/ ~grant /\ UNCHANGED votedFor
-       /\ Reply([mtype        |-> RequestVoteResponse,
-                 mterm        |-> currentTerm[i],
-                 mvoteGranted |-> grant,
-                 mlog         |-> log[i],
-                 msource      |-> i,
-                 mdest        |-> j],
-                m)
        /\ UNCHANGED <<state, currentTerm, candidateVars, leaderVars, logVars,
-                      durableVars>>
+                      durableVars, persisted>>
+       /\ OpenWindow(i)
+       /\ PostReply([mtype        |-> RequestVoteResponse,
+                     mterm        |-> currentTerm[i],
+                     mvoteGranted |-> grant,
+                     mlog         |-> log[i],
+                     msource      |-> i,
+                     mdest        |-> j],
+                    m)
 
 \* Server i counts j's answer to its vote request of this term.
 HandleRequestVoteResponse(i, j, m) ==
@@ -343,7 +434,7 @@ HandleRequestVoteResponse(i, j, m) ==
        \/ /\ ~m.mvoteGranted
           /\ UNCHANGED <<votesGranted, voterLog>>
     /\ Discard(m)
-    /\ UNCHANGED <<serverVars, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<serverVars, leaderVars, logVars, durableVars, windowVars>>
 
 \* durable: the rule that repairs a TRUNCATED member i as it accepts m: the
 \* leader's term is newer than the corruption and i now durably holds an
@@ -372,21 +463,21 @@ RejectAppendEntriesRequest(i, j, m) ==
        \/ /\ m.mterm = currentTerm[i]
           /\ state[i] = Follower
           /\ ~AppendEntriesLogOk(i, m)
-    /\ Reply([mtype       |-> AppendEntriesResponse,
-              mterm       |-> currentTerm[i],
-              msuccess    |-> FALSE,
-              mmatchIndex |-> 0,
-              msource     |-> i,
-              mdest       |-> j],
-             m)
-    /\ UNCHANGED <<serverVars, logVars, durableVars>>
+    /\ UNCHANGED <<serverVars, logVars, durableVars, staleLog, staleDurable, persisted>>
+    /\ PostReply([mtype       |-> AppendEntriesResponse,
+                  mterm       |-> currentTerm[i],
+                  msuccess    |-> FALSE,
+                  mmatchIndex |-> 0,
+                  msource     |-> i,
+                  mdest       |-> j],
+                 m)
 
 \* return-to-follower: a candidate hears from this term's leader.
 ReturnToFollowerState(i, j, m) ==
     /\ m.mterm = currentTerm[i]
     /\ state[i] = Candidate
     /\ state' = [state EXCEPT ![i] = Follower]
-    /\ UNCHANGED <<currentTerm, votedFor, logVars, messages, durableVars>>
+    /\ UNCHANGED <<currentTerm, votedFor, logVars, messages, durableVars, windowVars>>
 
 \* The accepting disjuncts share this guard.
 AcceptsAppendEntries(i, m) ==
@@ -415,15 +506,16 @@ AlreadyDoneAppendEntriesRequest(i, j, m) ==
                        /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
                   ELSE UNCHANGED <<verdict, truncatedAtTerm>>
           ELSE UNCHANGED <<learnedCommit, verdict, truncatedAtTerm>>
-       /\ Reply([mtype       |-> AppendEntriesResponse,
-                 mterm       |-> currentTerm[i],
-                 msuccess    |-> TRUE,
-                 mmatchIndex |-> matched,
-                 msource     |-> i,
-                 mdest       |-> j],
-                m)
        /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
-                      staleLog>>
+                      persisted>>
+       /\ OpenWindow(i)
+       /\ PostReply([mtype       |-> AppendEntriesResponse,
+                     mterm       |-> currentTerm[i],
+                     msuccess    |-> TRUE,
+                     mmatchIndex |-> matched,
+                     msource     |-> i,
+                     mdest       |-> j],
+                    m)
 
 \* conflict: i's entry at the index differs; it drops its last entry (the
 \* message stays).  durable: the durable prefix shrinks with the log.
@@ -437,9 +529,10 @@ ConflictAppendEntriesRequest(i, j, m) ==
        /\ IF IsDurable
           THEN durableLen' = [durableLen EXCEPT ![i] = Min({@, Len(log[i]) - 1})]
           ELSE UNCHANGED durableLen
-       /\ KeepStaleLog(i)
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
-                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft>>
+                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
+                      persisted, held>>
+       /\ IF IsProduction THEN OpenWindow(i) ELSE KeepStaleLog(i)
 
 \* append: i's log ends at mprevLogIndex; it appends the entry (the message
 \* stays, and is answered once received again).
@@ -448,7 +541,8 @@ AppendAppendEntriesRequest(i, j, m) ==
     /\ m.mentries /= <<>>
     /\ Len(log[i]) = m.mprevLogIndex
     /\ log' = [log EXCEPT ![i] = Append(@, m.mentries[1])]
-    /\ UNCHANGED <<serverVars, commitIndex, messages, durableVars>>
+    /\ UNCHANGED <<serverVars, commitIndex, messages, durableVars, persisted, held>>
+    /\ OpenWindow(i)
 
 \* The branch names of the trace format.
 AppendEntriesBranches ==
@@ -477,7 +571,7 @@ HandleAppendEntriesResponse(i, j, m) ==
           /\ nextIndex' = [nextIndex EXCEPT ![i][j] = Max({@ - 1, 1})]
           /\ UNCHANGED matchIndex
     /\ Discard(m)
-    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections, durableVars>>
+    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections, durableVars, windowVars>>
 
 \* A message of a newer term moves i to that term as a follower first; the
 \* message stays to be handled.
@@ -486,23 +580,24 @@ UpdateTerm(i, j, m) ==
     /\ currentTerm' = [currentTerm EXCEPT ![i] = m.mterm]
     /\ state'       = [state       EXCEPT ![i] = Follower]
     /\ votedFor'    = [votedFor    EXCEPT ![i] = Nil]
-    /\ UNCHANGED <<messages, candidateVars, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<messages, candidateVars, leaderVars, logVars, durableVars, persisted, held>>
+    /\ OpenWindow(i)
 
 \* A response of an older term is thrown away.
 DropStaleResponse(i, j, m) ==
     /\ m.mterm < currentTerm[i]
     /\ Discard(m)
-    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
 
 \* The network copies a message.
 DuplicateMessage(m) ==
     /\ Send(m)
-    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
 
 \* The network loses a message.
 DropMessage(m) ==
     /\ Discard(m)
-    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
 
 -----------------------------------------------------------------------------
 (* Actions of profile durable only.                                        *)
@@ -511,84 +606,138 @@ DropMessage(m) ==
 \* A pending truncation (staleLog, truncation-not-synced only) is also
 \* something to sync.  (Written as a negated conjunction: TLC would branch on
 \* a disjunction and generate the successor twice when both hold.)
+\* production: not while i's persistence window is open (the driver
+\* reports no progress to a node it holds).
 Flush(i) ==
     /\ IsDurable
     /\ ~(durableLen[i] = Len(log[i]) /\ staleLog[i] = <<>>)
-    /\ durableLen' = [durableLen EXCEPT ![i] = Len(log[i])]
-    /\ staleLog'   = [staleLog EXCEPT ![i] = <<>>]
+    /\ ~WindowOpen(i)
+    /\ durableLen'   = [durableLen EXCEPT ![i] = Len(log[i])]
+    /\ staleLog'     = [staleLog EXCEPT ![i] = <<>>]
+    /\ staleDurable' = [staleDurable EXCEPT ![i] = 0]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
-                   crashesLeft, corruptionsLeft>>
+                   crashesLeft, corruptionsLeft, persisted, held>>
 
+\* Persist(i), production: i's window ends.  Its hard state and truncation
+\* are durable, and the messages it held leave.  (With
+\* truncation-not-synced a truncation stays pending until a flush.)
+Persist(i) ==
+    /\ IsProduction
+    /\ WindowOpen(i)
+    /\ persisted' = [persisted EXCEPT ![i] = HardState(i)]
+    /\ messages'  = BagSum(messages, held[i])
+    /\ held'      = [held EXCEPT ![i] = EmptyBag]
+    /\ IF ~Has("truncation-not-synced") \/ IsPrefix(staleLog[i], log[i])
+       THEN /\ staleLog'     = [staleLog EXCEPT ![i] = <<>>]
+            /\ staleDurable' = [staleDurable EXCEPT ![i] = 0]
+       ELSE UNCHANGED <<staleLog, staleDurable>>
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
 
-\* What a restart (Crash or Corrupt) brings back of learnedCommit[i]: all of
-\* it, as durable hard state; with volatile-learned-commit any lower value
-\* (an over-approximation of persisting it lazily, with the log's batches).
-RestartLearnedCommit(i) ==
-    IF Has("volatile-learned-commit")
-    THEN \E c \in 0..learnedCommit[i] :
-             learnedCommit' = [learnedCommit EXCEPT ![i] = c]
-    ELSE UNCHANGED learnedCommit
+\* What a restart of i may find on its disk: a hard state, a log, and how
+\* much of that log is durable (every prefix from there may survive).
+\* Without the production actions: the hard state and log[i], and with
+\* truncation-not-synced the stale durable log whole.  In the production
+\* profile, inside a window: the old hard state with the window's base
+\* (nothing of the window reached the disk), the new one with the base (the
+\* hard state did, the truncation did not; left out where the log extends
+\* the base), or the new one with log[i].
+Image(hs, xlog, d) == [hs |-> hs, log |-> xlog, durable |-> d]
 
-\* Crash of server i keeping the first k entries of its log, where k is
-\* at least the durable prefix: unsynced writes may survive in full, in
-\* part or not at all, and what survives is durable after recovery.
-\* currentTerm, votedFor, learnedCommit, verdict, truncatedAtTerm are hard
-\* state and survive (learnedCommit only in part with
-\* volatile-learned-commit, see RestartLearnedCommit).
-CrashTo(i, l, k) ==
+DiskImages(i) ==
+    LET cur  == Image(HardState(i), log[i], durableLen[i])
+        base == Image(HardState(i), staleLog[i], staleDurable[i])
+        old  == Image(persisted[i], staleLog[i], staleDurable[i])
+    IN IF ~IsProduction
+       THEN {cur} \cup (IF staleLog[i] /= <<>>
+                        THEN {Image(HardState(i), staleLog[i], Len(staleLog[i]))}
+                        ELSE {})
+       ELSE IF ~BasePresent(i) THEN {cur}
+       ELSE (IF HardStateDirty(i) THEN {old} ELSE {})
+            \cup (IF ~IsPrefix(staleLog[i], log[i]) \/ durableLen[i] > staleDurable[i]
+                  THEN {base} ELSE {})
+            \cup {cur}
+
+\* What a restart brings back of learnedCommit[i]: all of it, as durable
+\* hard state; in the production profile any lower value (the runtime writes
+\* it only with the next hard state, on a term or vote change).
+RestartLearned(i) == IF IsProduction THEN 0..learnedCommit[i] ELSE {learnedCommit[i]}
+
+\* What every restart of i does: the volatile state is lost, the disk
+\* image d comes back with k entries and learnedCommit c.
+Restarted(i, d, k, c) ==
+    /\ ResetVolatile(i)
+    /\ log'           = [log EXCEPT ![i] = SubSeq(d.log, 1, k)]
+    /\ durableLen'    = [durableLen EXCEPT ![i] = k]
+    /\ learnedCommit' = [learnedCommit EXCEPT ![i] = c]
+    /\ currentTerm'   = [currentTerm EXCEPT ![i] = d.hs.currentTerm]
+    /\ votedFor'      = [votedFor EXCEPT ![i] = d.hs.votedFor]
+    /\ held'          = [held EXCEPT ![i] = EmptyBag]
+
+\* Crash of server i: its disk is one of DiskImages(i), of which the
+\* first k entries survive, k at least the durable length: unsynced
+\* writes may survive in full, in part or not at all, and what survives is
+\* durable after recovery.
+CrashTo(i, d, k, c) ==
     /\ IsDurable
     /\ crashesLeft > 0
-    /\ ResetVolatile(i)
-    /\ log'         = [log EXCEPT ![i] = SubSeq(l, 1, k)]
-    /\ durableLen'  = [durableLen EXCEPT ![i] = k]
-    /\ staleLog'    = [staleLog EXCEPT ![i] = <<>>]
-    /\ crashesLeft' = crashesLeft - 1
-    /\ RestartLearnedCommit(i)
-    /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
-                   verdict, truncatedAtTerm, committed, corruptionsLeft>>
+    /\ Restarted(i, d, k, c)
+    /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = d.hs.truncatedAtTerm]
+    /\ verdict'         = [verdict EXCEPT ![i] =
+                               IF d.hs.truncatedAtTerm = 0 THEN Clean ELSE Truncated]
+    /\ persisted'       = IF IsProduction THEN [persisted EXCEPT ![i] = d.hs] ELSE persisted
+    /\ staleLog'        = [staleLog EXCEPT ![i] = <<>>]
+    /\ staleDurable'    = [staleDurable EXCEPT ![i] = 0]
+    /\ crashesLeft'     = crashesLeft - 1
+    /\ UNCHANGED <<messages, elections, committed, corruptionsLeft>>
 
-CrashKeeping(i, k) ==
-    /\ k \in durableLen[i]..Len(log[i])
-    /\ CrashTo(i, log[i], k)
+Crash(i) ==
+    \E d \in DiskImages(i) : \E k \in d.durable..Len(d.log) :
+        \E c \in RestartLearned(i) : CrashTo(i, d, k, c)
 
-\* With truncation-not-synced: the crash also loses a pending truncation,
-\* and the log comes back as the durable log before it.
-CrashStale(i) ==
-    /\ staleLog[i] /= <<>>
-    /\ CrashTo(i, staleLog[i], Len(staleLog[i]))
-
-Crash(i) == \/ \E k \in durableLen[i]..Len(log[i]) : CrashKeeping(i, k)
-            \/ CrashStale(i)
+\* The images a corruption may cut: without the production actions only
+\* log[i] (a stale log is not durable).
+CorruptImages(i) ==
+    IF IsProduction THEN DiskImages(i) ELSE {Image(HardState(i), log[i], durableLen[i])}
 
 \* A restart whose recovery finds i's log damaged inside its durable prefix:
-\* the log is cut to k < durableLen[i] entries and the verdict becomes
+\* the log is cut to k < d.durable entries and the verdict becomes
 \* TRUNCATED.  Fewer than a quorum are ever TRUNCATED at once.
-CorruptKeeping(i, k) ==
-    /\ IsDurable
-    /\ corruptionsLeft > 0
-    /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
-           <= Cardinality(Server)
-    /\ k \in 0..(durableLen[i] - 1)
-    /\ ResetVolatile(i)
-    /\ log'             = [log EXCEPT ![i] = SubSeq(@, 1, k)]
-    /\ durableLen'      = [durableLen EXCEPT ![i] = k]
-    /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
-    /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = currentTerm[i]]
-    /\ corruptionsLeft' = corruptionsLeft - 1
-    /\ staleLog'       = [staleLog EXCEPT ![i] = <<>>]
-    /\ RestartLearnedCommit(i)
-    /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
-                   committed, crashesLeft>>
+\* production: the mark is durable with the cut (wal.Open writes it
+\* first); with mark-after-cut only at i's next Persist, the cut log being
+\* the window's base.
+CorruptTo(i, d, k, c) ==
+    LET mark     == d.hs.currentTerm
+        markLate == IsProduction /\ Has("mark-after-cut") /\ d.hs.truncatedAtTerm /= mark
+    IN /\ IsDurable
+       /\ corruptionsLeft > 0
+       /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
+              <= Cardinality(Server)
+       /\ k \in 0..(d.durable - 1)
+       /\ Restarted(i, d, k, c)
+       /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
+       /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = mark]
+       /\ persisted'       = CASE ~IsProduction          -> persisted
+                               [] Has("mark-after-cut") -> [persisted EXCEPT ![i] = d.hs]
+                               [] OTHER -> [persisted EXCEPT ![i] =
+                                               [d.hs EXCEPT !.truncatedAtTerm = mark]]
+       /\ staleLog'        = [staleLog EXCEPT ![i] =
+                                 IF markLate THEN SubSeq(d.log, 1, k) ELSE <<>>]
+       /\ staleDurable'    = [staleDurable EXCEPT ![i] = IF markLate THEN k ELSE 0]
+       /\ corruptionsLeft' = corruptionsLeft - 1
+       /\ UNCHANGED <<messages, elections, committed, crashesLeft>>
 
-Corrupt(i) == \E k \in 0..(durableLen[i] - 1) : CorruptKeeping(i, k)
+Corrupt(i) ==
+    \E d \in CorruptImages(i) : \E k \in 0..(d.durable - 1) :
+        \E c \in RestartLearned(i) : CorruptTo(i, d, k, c)
 
 -----------------------------------------------------------------------------
 (* Actions of the production core (spec/production.go), in profile durable *)
-(* with Production = TRUE.  They add no variables; each generalises an     *)
-(* action above (SendAppendEntries: AppendEntries; HandleAppendEntriesBatch*)
-(* : HandleAppendEntriesRequest; HandleAppendEntriesResponseMax:           *)
-(* HandleAppendEntriesResponse; FlushTo: Flush) or is new (StepDown).      *)
+(* with Production = TRUE.  Each generalises an action above               *)
+(* (SendAppendEntries: AppendEntries; HandleAppendEntriesBatch:            *)
+(* HandleAppendEntriesRequest; HandleAppendEntriesResponseMax:             *)
+(* HandleAppendEntriesResponse; FlushTo: Flush) or is new (StepDown, and   *)
+(* Persist above, which ends the persistence window).                      *)
 
 \* The AppendEntries request for entries prev+1..prev+n of leader i's log.
 AppendEntriesRange(i, j, prev, n) ==
@@ -612,7 +761,7 @@ SendAppendEntries(i, j, prev, n) ==
     /\ prev \in 0..Len(log[i])
     /\ n \in 0..(Len(log[i]) - prev)
     /\ Send(AppendEntriesRange(i, j, prev, n))
-    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
 
 \* The first position k of m.mentries whose index i holds with another
 \* term, or 0.
@@ -632,9 +781,10 @@ BatchConflictAppendEntriesRequest(i, j, m) ==
        /\ BatchConflict(i, m) > 0
        /\ log'        = [log EXCEPT ![i] = SubSeq(@, 1, keep)]
        /\ durableLen' = [durableLen EXCEPT ![i] = Min({@, keep})]
-       /\ KeepStaleLog(i)
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
-                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft>>
+                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
+                      persisted, held>>
+       /\ OpenWindow(i)
 
 \* append: no conflict, the log ends inside the message's range; append
 \* the missing suffix at once (the message stays).
@@ -644,7 +794,8 @@ BatchAppendAppendEntriesRequest(i, j, m) ==
     /\ BatchPresent(i, m) < Len(m.mentries)
     /\ log' = [log EXCEPT ![i] =
                   @ \o SubSeq(m.mentries, BatchPresent(i, m) + 1, Len(m.mentries))]
-    /\ UNCHANGED <<serverVars, commitIndex, messages, durableVars>>
+    /\ UNCHANGED <<serverVars, commitIndex, messages, durableVars, persisted, held>>
+    /\ OpenWindow(i)
 
 \* already-done: every entry is held, and durable; commitIndex only grows.
 BatchAlreadyDoneAppendEntriesRequest(i, j, m) ==
@@ -659,15 +810,36 @@ BatchAlreadyDoneAppendEntriesRequest(i, j, m) ==
           THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
                /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
           ELSE UNCHANGED <<verdict, truncatedAtTerm>>
-       /\ Reply([mtype       |-> AppendEntriesResponse,
-                 mterm       |-> currentTerm[i],
-                 msuccess    |-> TRUE,
-                 mmatchIndex |-> matched,
-                 msource     |-> i,
-                 mdest       |-> j],
-                m)
        /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
-                      staleLog>>
+                      persisted>>
+       /\ OpenWindow(i)
+       /\ PostReply([mtype       |-> AppendEntriesResponse,
+                     mterm       |-> currentTerm[i],
+                     msuccess    |-> TRUE,
+                     mmatchIndex |-> matched,
+                     msource     |-> i,
+                     mdest       |-> j],
+                    m)
+
+\* durable-prefix: a heartbeat whose mprevLogIndex i holds (and matches)
+\* beyond its durable log is answered at once with durableLen[i], a prefix
+\* of the leader's log by Log Matching; it teaches nothing else.
+BatchDurablePrefixAppendEntriesRequest(i, j, m) ==
+    /\ AcceptsAppendEntries(i, m)
+    /\ m.mentries = <<>>
+    /\ ~Has("follower-acks-appended")
+    /\ durableLen[i] < m.mprevLogIndex
+    /\ UNCHANGED <<serverVars, logVars, durableVars, staleLog, staleDurable, persisted>>
+    /\ PostReply([mtype       |-> AppendEntriesResponse,
+                  mterm       |-> currentTerm[i],
+                  msuccess    |-> TRUE,
+                  mmatchIndex |-> durableLen[i],
+                  msource     |-> i,
+                  mdest       |-> j],
+                 m)
+
+\* The branches of the production handler.
+BatchBranches == AppendEntriesBranches \cup {"durable-prefix"}
 
 HandleAppendEntriesBatchBranch(i, j, m, branch) ==
     /\ IsProduction
@@ -678,11 +850,12 @@ HandleAppendEntriesBatchBranch(i, j, m, branch) ==
          [] branch = "already-done"       -> BatchAlreadyDoneAppendEntriesRequest(i, j, m)
          [] branch = "conflict"           -> BatchConflictAppendEntriesRequest(i, j, m)
          [] branch = "append"             -> BatchAppendAppendEntriesRequest(i, j, m)
+         [] branch = "durable-prefix"     -> BatchDurablePrefixAppendEntriesRequest(i, j, m)
     /\ UNCHANGED <<candidateVars, leaderVars>>
 
 \* Server i handles j's AppendEntries request of any number of entries.
 HandleAppendEntriesBatch(i, j, m) ==
-    \E branch \in AppendEntriesBranches : HandleAppendEntriesBatchBranch(i, j, m, branch)
+    \E branch \in BatchBranches : HandleAppendEntriesBatchBranch(i, j, m, branch)
 
 \* Leader i learns j's match; matchIndex only grows, and nextIndex stays
 \* above it.
@@ -697,18 +870,21 @@ HandleAppendEntriesResponseMax(i, j, m) ==
           /\ nextIndex' = [nextIndex EXCEPT ![i][j] = Max({@ - 1, 1})]
           /\ UNCHANGED matchIndex
     /\ Discard(m)
-    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections, durableVars>>
+    /\ UNCHANGED <<serverVars, candidateVars, logVars, elections, durableVars, windowVars>>
 
 \* A partial group commit: the fdatasync covers the first k entries only,
-\* durableLen[i] < k < Len(log[i]) (k = Len(log[i]) is Flush).
+\* durableLen[i] < k < Len(log[i]) (k = Len(log[i]) is Flush); like Flush,
+\* not while i's window is open.
 FlushToKeeping(i, k) ==
     /\ IsProduction
+    /\ ~WindowOpen(i)
     /\ k \in (durableLen[i] + 1)..(Len(log[i]) - 1)
-    /\ durableLen' = [durableLen EXCEPT ![i] = k]
-    /\ staleLog'   = [staleLog EXCEPT ![i] = <<>>]  \* a pending truncation is synced first
+    /\ durableLen'   = [durableLen EXCEPT ![i] = k]
+    /\ staleLog'     = [staleLog EXCEPT ![i] = <<>>]  \* a pending truncation is synced first
+    /\ staleDurable' = [staleDurable EXCEPT ![i] = 0]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
-                   crashesLeft, corruptionsLeft>>
+                   crashesLeft, corruptionsLeft, persisted, held>>
 
 FlushTo(i) == \E k \in (durableLen[i] + 1)..(Len(log[i]) - 1) : FlushToKeeping(i, k)
 
@@ -719,7 +895,7 @@ StepDown(i) ==
     /\ state[i] \in {Leader, Candidate}
     /\ state' = [state EXCEPT ![i] = Follower]
     /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, leaderVars,
-                   logVars, durableVars>>
+                   logVars, durableVars, windowVars>>
 
 -----------------------------------------------------------------------------
 (* Receive: every handler of a message (raft.tla's, and production's).  *)
@@ -772,6 +948,7 @@ Next ==
        \/ \E i, j \in Server : AppendEntries(i, j)
        \/ \E i \in Server : FlushTo(i)
        \/ \E i \in Server : StepDown(i)
+       \/ \E i \in Server : Persist(i)
        \/ \E i, j \in Server : \E prev \in 0..Len(log[i]) :
               \E n \in 0..(Len(log[i]) - prev) : SendAppendEntries(i, j, prev, n)
        \/ \E m \in DOMAIN messages : Receive(m)
@@ -799,8 +976,11 @@ TypeOK ==
         /\ learnedCommit[i] \in Nat
         /\ verdict[i] \in {Clean, Truncated}
         /\ (verdict[i] = Clean) <=> (truncatedAtTerm[i] = 0)
-        /\ staleLog[i] /= <<>> => /\ Has("truncation-not-synced")
-                                  /\ Len(staleLog[i]) > durableLen[i]
+        /\ ~IsProduction /\ staleLog[i] /= <<>> =>
+               /\ Has("truncation-not-synced")
+               /\ Len(staleLog[i]) > durableLen[i]
+        /\ staleDurable[i] \in 0..Len(staleLog[i])
+        /\ \A m \in DOMAIN held[i] : m.msource = i /\ held[i][m] \in Nat \ {0}
     /\ crashesLeft \in Nat /\ corruptionsLeft \in Nat
 
 \* At most one leader per term.
@@ -816,8 +996,6 @@ LogsMatch(l1, l2) ==
 LogMatching ==
     LET logs == allLogs \cup {log[i] : i \in Server}
     IN \A l1, l2 \in logs : LogsMatch(l1, l2)
-
-IsPrefix(p, s) == Len(p) <= Len(s) /\ SubSeq(s, 1, Len(p)) = p
 
 \* No server's commit index reaches past its log (Go reports that under
 \* both LeaderCompleteness and StateMachineSafety).

@@ -42,10 +42,11 @@
 (*  |                              |   HandleAppendEntriesBatch           |*)
 (*  |                              |   disjunct (reject, return-to-       |*)
 (*  |                              |   follower, already-done, conflict,  |*)
-(*  |                              |   append); any when absent           |*)
+(*  |                              |   append, durable-prefix); any when  |*)
+(*  |                              |   absent                             |*)
 (*  | value                        | v of ClientRequest(i, v)             |*)
-(*  | cut                          | k of CrashKeeping / CorruptKeeping   |*)
-(*  |                              | (or Len(staleLog[i]) of CrashStale)  |*)
+(*  | cut                          | k of CrashTo / CorruptTo (the image  |*)
+(*  |                              |   and learnedCommit: any that fit)   |*)
 (*  |                              |   (FlushToKeeping: any k if absent)  |*)
 (*  | state.currentTerm            | currentTerm'[i]                      |*)
 (*  | state.state                  | state'[i]                            |*)
@@ -187,7 +188,7 @@ MessageStep(a, m) ==
                    ELSE HandleAppendEntriesRequest(i, j, m)
          [] a = "HandleAppendEntriesBatch" ->
                 IF "branch" \in DOMAIN Event
-                THEN /\ Event.branch \in AppendEntriesBranches
+                THEN /\ Event.branch \in BatchBranches
                      /\ HandleAppendEntriesBatchBranch(i, j, m, Event.branch)
                 ELSE HandleAppendEntriesBatch(i, j, m)
          [] a = "HandleAppendEntriesResponseMax" -> HandleAppendEntriesResponseMax(i, j, m)
@@ -211,9 +212,12 @@ LoggedStep(i) ==
          [] a = "AdvanceCommitIndex" -> AdvanceCommitIndex(i)
          [] a = "AppendEntries"      -> Event.peer \in Server /\ AppendEntries(i, Event.peer)
          [] a = "Flush"              -> Flush(i)
-         [] a = "Crash"              -> \/ CrashKeeping(i, Event.cut)
-                                        \/ CrashStale(i) /\ Len(staleLog[i]) = Event.cut
-         [] a = "Corrupt"            -> CorruptKeeping(i, Event.cut)
+         [] a = "Crash"              -> \E d \in DiskImages(i), c \in RestartLearned(i) :
+                                            /\ Event.cut \in d.durable..Len(d.log)
+                                            /\ CrashTo(i, d, Event.cut, c)
+         [] a = "Corrupt"            -> \E d \in CorruptImages(i), c \in RestartLearned(i) :
+                                            CorruptTo(i, d, Event.cut, c)
+         [] a = "Persist"            -> Persist(i)
          [] a = "SendAppendEntries"  ->
                 LET prev == Event.msg.mprevLogIndex
                     n    == Len(Event.msg.mentries)

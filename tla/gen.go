@@ -284,8 +284,13 @@ func Generate() ([]TraceFile, error) {
 		{"follower-acks-appended", "CommittedIsDurable"},
 		{"follower-acks-appended", "NoAckedLoss"},
 		{"release-at-leader-commit", "CommittedIsDurable"},
+		{"mark-after-cut", "CommittedIsDurable"},
 	} {
-		m, steps, err := Counterexample(durableSmall(c.bug), c.inv)
+		cfg := durableSmall(c.bug)
+		if c.bug == "mark-after-cut" { // the persistence window is the production profile's
+			cfg.Production, cfg.MaxMsgs = true, 1
+		}
+		m, steps, err := Counterexample(cfg, c.inv)
 		if err != nil {
 			return nil, err
 		}
@@ -407,6 +412,8 @@ func Generate() ([]TraceFile, error) {
 			"a TRUNCATED member grants a vote: the settled rule forbids it until the member is repaired"},
 		{"truncation-lost.ndjson", "bug-truncation-not-synced-lost.ndjson", WithoutBugs,
 			"a crash brings back truncated entries: legal only under bug truncation-not-synced"},
+		{"mark-lost.ndjson", "cex-mark-after-cut-CommittedIsDurable.ndjson", WithoutBugs,
+			"a crash right after a corruption boots the cut log CLEAN: legal only under bug mark-after-cut"},
 	}
 	for _, story := range stories {
 		mutations = append(mutations, struct {
@@ -416,8 +423,14 @@ func Generate() ([]TraceFile, error) {
 		}{"story-" + story + "-fixed.ndjson", "story:" + story, WithoutBugs,
 			"spec's failure story " + story + " replayed with every fix on"})
 	}
-	// Servers with names of their own (version 2's config.names).
-	const renamed = "walk-production-s3-049.ndjson"
+	// Servers with names of their own (version 2's config.names): the
+	// first production walk kept.
+	var renamed string
+	for _, f := range out {
+		if strings.HasPrefix(f.Name, "walk-production-") && (renamed == "" || f.Name < renamed) {
+			renamed = f.Name
+		}
+	}
 	named, err := MutateTrace(byName[renamed], Rename("n1", "node-7", "db.3"))
 	if err != nil {
 		return nil, fmt.Errorf("named: %w", err)

@@ -31,11 +31,11 @@ var Actions = []string{
 	// The production actions (spec/production.go), in traces whose Config
 	// has "production": true.
 	"SendAppendEntries", "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax",
-	"FlushTo", "StepDown",
+	"FlushTo", "StepDown", "Persist",
 }
 
 // Branches of HandleAppendEntriesRequest.
-var Branches = []string{"reject", "return-to-follower", "already-done", "conflict", "append"}
+var Branches = []string{"reject", "return-to-follower", "already-done", "conflict", "append", "durable-prefix"}
 
 // Event is one line of a trace.
 type Event struct {

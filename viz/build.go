@@ -100,6 +100,7 @@ type builder struct {
 	actions                             map[string]int
 	checker                             *spec.TraceChecker
 	replay                              *replayer
+	window                              *window
 }
 
 type envelope struct{ typ, term, from, to int }
@@ -119,6 +120,7 @@ func newBuilder(init *trace.Event, files []string, opt Options) (*builder, error
 		opt:  opt, names: map[string]int{}, durable: c.Profile == "durable",
 		logs: make([][]trace.Entry, len(names)+1), last: make([]*State, len(names)+1),
 		bag: map[string][]int{}, env: map[envelope][]int{}, actions: map[string]int{},
+		window: newWindow(c, len(names)),
 	}
 	for _, bug := range strings.Split(c.Bugs, ",") {
 		switch bug {
@@ -168,11 +170,18 @@ func (b *builder) add(e *trace.Event, f int) {
 	if e.Msg != nil && receives(e.Action) {
 		b.receive(&ev, e, idx)
 	}
+	for _, id := range b.window.step(e.Action, ev.Node, pre, ev.State) {
+		b.enter(id)
+	}
 	for _, m := range b.sends(&ev, e, pre) {
 		id := len(b.page.Msgs)
 		m.Send, m.End = idx, -1
 		b.page.Msgs = append(b.page.Msgs, m)
-		b.enter(id)
+		if b.window.holds(ev.Node, ev.State, &m) {
+			b.window.held[ev.Node] = append(b.window.held[ev.Node], id)
+		} else {
+			b.enter(id)
+		}
 		ev.Out = append(ev.Out, id)
 	}
 	b.page.Events = append(b.page.Events, ev)

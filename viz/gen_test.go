@@ -58,14 +58,16 @@ func steadyTrace(tb testing.TB, events int) []byte {
 	step("HandleRequestVoteRequest", "s1", "s1", rvq("s1", "s1"), "")
 	step("HandleRequestVoteResponse", "s1", "s1", rvp("s1", "s1"), "")
 	step("RequestVote", "s1", "s2", nil, "")
+	step("Persist", "s1", "", nil, "") // s1's term and vote durable: the request leaves
 	s2.term = 2
 	step("UpdateTerm", "s2", "s1", rvq("s1", "s2"), "")
 	s2.votedFor = "s1"
 	step("HandleRequestVoteRequest", "s2", "s1", rvq("s1", "s2"), "")
+	step("Persist", "s2", "", nil, "") // s2's vote durable: the grant leaves
 	step("HandleRequestVoteResponse", "s1", "s2", rvp("s2", "s1"), "")
 	s1.role = "Leader"
 	step("BecomeLeader", "s1", "", nil, "")
-	for i := 1; 9+8*i <= events; i++ {
+	for i := 1; 11+8*i <= events; i++ {
 		s1.logLen++
 		s1.appended = []trace.Run{{Term: 2, Values: []int{1}}}
 		v := 1

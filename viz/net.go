@@ -36,7 +36,7 @@ func handling(e *trace.Event) string {
 	case "UpdateTerm":
 		return "h"
 	case "HandleAppendEntriesRequest", "HandleAppendEntriesBatch":
-		if e.Branch == "reject" || e.Branch == "already-done" {
+		if e.Branch == "reject" || e.Branch == "already-done" || e.Branch == "durable-prefix" {
 			return "c"
 		}
 		return "h" // return-to-follower, conflict, append: the message stays
@@ -228,6 +228,11 @@ func (b *builder) sends(ev *Event, e *trace.Event, pre *State) []Msg {
 		case "already-done":
 			return []Msg{{Type: 3, Term: st.Term, From: ev.Node, To: ev.Peer, Success: true,
 				MatchIndex: e.Msg.MprevLogIndex + len(e.Msg.Mentries)}}
+		case "durable-prefix": // a heartbeat answered with the durable index
+			if st.Durable == nil {
+				return nil
+			}
+			return []Msg{{Type: 3, Term: st.Term, From: ev.Node, To: ev.Peer, Success: true, MatchIndex: *st.Durable}}
 		}
 	}
 	return nil

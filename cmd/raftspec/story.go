@@ -187,6 +187,8 @@ func (st *story) config(kvs []string) error {
 			st.cfg.Crashes = n
 		case "corruptions":
 			st.cfg.Corruptions = n
+		case "production":
+			st.cfg.Production = n != 0
 		default:
 			return fmt.Errorf("unknown config %q", k)
 		}
@@ -281,25 +283,52 @@ func (st *story) label(m *spec.Model, s *spec.State, ln storyLine) (spec.Label, 
 		}
 		l.J = server(f[2])
 	case a == spec.ActClientRequest || a == spec.ActCrash || a == spec.ActCorrupt:
-		if len(f) != 3 && !(len(f) == 4 && a != spec.ActClientRequest) {
-			return fail("want: %s I N, or Crash/Corrupt I CUT learned=N", a)
+		if len(f) != 3 && !(len(f) > 3 && a != spec.ActClientRequest) {
+			return fail("want: %s I N, or Crash/Corrupt I CUT [learned=N] [term=N] [verdict=V]", a)
 		}
 		n, err := strconv.Atoi(f[2])
 		if err != nil || n < 0 || n > 255 {
 			return fail("%q is not a number of 0..255", f[2])
 		}
 		l.Value, l.Cut = uint8(n), uint8(n)
-		if len(f) == 4 {
-			v, ok := strings.CutPrefix(f[3], "learned=")
-			learned, err := strconv.Atoi(v)
-			if !ok || err != nil {
-				return fail("want learned=N, got %q", f[3])
+		if len(f) > 3 {
+			filter, err := restartFilter(l.I, f[3:])
+			if err != nil {
+				return fail("%v", err)
 			}
-			i := l.I
-			return l, func(n *spec.State) bool { return int(n.LearnedCommit[i]) == learned }, nil
+			return l, filter, nil
 		}
 	}
 	return l, nil, nil
+}
+
+// restartFilter picks, among the outcomes of a restart of i (the production
+// profile's persistence window offers several disk images), those with the
+// given learnedCommit, currentTerm or verdict (spec/story_test.go's).
+func restartFilter(i spec.ServerID, kvs []string) (func(*spec.State) bool, error) {
+	var preds []func(*spec.State) bool
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		switch {
+		case k == "learned" && err == nil:
+			preds = append(preds, func(s *spec.State) bool { return int(s.LearnedCommit[i]) == n })
+		case k == "term" && err == nil:
+			preds = append(preds, func(s *spec.State) bool { return int(s.CurrentTerm[i]) == n })
+		case k == "verdict" && (v == "CLEAN" || v == "TRUNCATED"):
+			preds = append(preds, func(s *spec.State) bool { return s.Verdict[i].String() == v })
+		default:
+			return nil, fmt.Errorf("want learned=N, term=N or verdict=CLEAN|TRUNCATED, got %q", kv)
+		}
+	}
+	return func(s *spec.State) bool {
+		for _, p := range preds {
+			if !p(s) {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
 // messageHas checks field=value pairs against the message's trace form.

@@ -60,7 +60,7 @@ func TestScenarioTraces(t *testing.T) {
 // docs/durable-raft.md). For them a scenario fails by printing what the
 // rule changes (a vote, a campaign), not by an invariant.
 var defenceInDepth = raft.BugCandidateAdvertisesAppended | raft.BugNoVoterLearnedFloor | raft.BugNoPromotionFence |
-	raft.BugVolatileLearnedCommit | raft.BugTruncationNotSynced
+	raft.BugTruncationNotSynced
 
 // TestSeedBugsFailScenarios re-introduces each seed bug through its
 // test-only switch (the names of spec's -bug switches) and requires that a

@@ -172,17 +172,20 @@ const (
 	// BugReleaseAtLeaderCommit: the fence releases once the durable match
 	// reaches the leader's commit index, whatever the leader's term.
 	BugReleaseAtLeaderCommit
-	// BugVolatileLearnedCommit: a change of LearnedCommit alone is not
-	// handed to the driver as hard state to persist, so a crash may bring
-	// back a lower value (it is persisted with the next term, vote or
-	// repair-marker change).
-	BugVolatileLearnedCommit
 	// BugTruncationNotSynced: not a change of the core but of its driver
 	// (the rafttest harness): a suffix truncation (Ready.TruncateFrom) is not
 	// synced before the next input, so until the next flush a crash may bring
 	// back the durable log as it was before it (impl/wal's TruncateSuffix
 	// without a Sync; docs/refinement.md).
 	BugTruncationNotSynced
+	// BugMarkAfterCut: not a change of the core but of its storage: a
+	// TRUNCATED recovery makes the cut of the log durable before the core's
+	// mark (TruncatedAtTerm), which becomes durable only with the boot's
+	// Ready, so a crash in between boots the cut log CLEAN (the boot window;
+	// impl/wal's Open writes the mark first). The rafttest harness honours
+	// it (its corrupt commands leave the mark to the core), and the core
+	// traces the mark's persistence as the spec's Persist.
+	BugMarkAfterCut
 	bugEnd
 )
 
@@ -195,8 +198,8 @@ var bugNames = map[Bug]string{
 	BugNoPromotionFence:            "no-promotion-fence",
 	BugTruncatedMemberVotes:        "truncated-member-votes",
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
-	BugVolatileLearnedCommit:       "volatile-learned-commit",
 	BugTruncationNotSynced:         "truncation-not-synced",
+	BugMarkAfterCut:                "mark-after-cut",
 }
 
 func (b Bug) String() string {

@@ -54,6 +54,10 @@ func (n *Node) handleApp(m Message) {
 		n.ackApp(&m)
 		return
 	}
+	if len(m.Entries) == 0 {
+		n.ackDurable(&m)
+		return
+	}
 	if len(n.pendingAcks) >= n.cfg.PendingAcksMax {
 		n.traceDrop(&n.pendingAcks[0])
 		n.pendingAcks = n.pendingAcks[1:]
@@ -113,6 +117,20 @@ func (n *Node) ackApp(m *Message) {
 	}
 	n.send(Message{Type: MsgAppResp, To: m.From, Term: n.hs.Term, Success: true, MatchIndex: match, Round: m.Round, Seq: m.Seq})
 	n.evaluatePolicy(false)
+}
+
+// ackDurable is the durable-prefix branch: a heartbeat whose PrevLogIndex
+// the log holds (and matches) but has not made durable yet is answered at
+// once with the durable index, a prefix of the leader's log by Log
+// Matching. The leader counts what is durable, check-quorum and the read
+// round (Round) are confirmed, and none of them waits for an fdatasync.
+// The heartbeat is consumed: its commit index is learned from the next one
+// (the entries' own requests are acknowledged when durable).
+func (n *Node) ackDurable(m *Message) {
+	if n.tr != nil {
+		n.tr.event("HandleAppendEntriesBatch", m.From, m, "durable-prefix")
+	}
+	n.send(Message{Type: MsgAppResp, To: m.From, Term: n.hs.Term, Success: true, MatchIndex: n.log.durable, Round: m.Round, Seq: m.Seq})
 }
 
 // fenceReleases is spec FenceReleases: the leader's term is newer than the

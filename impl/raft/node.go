@@ -27,9 +27,14 @@ type Node struct {
 
 	hs       HardState // the current hard state
 	hsHanded HardState // the hard state of the last Ready
-	role     Role
-	lead     NodeID
-	log      raftLog
+	// The persistence window, as the trace tells it (persist.go): the
+	// hard state the driver last reported durable, and whether a handed
+	// suffix truncation waits for that report.
+	hsPersisted      HardState
+	truncationHanded bool
+	role             Role
+	lead             NodeID
+	log              raftLog
 
 	firstBoot          bool
 	electionElapsed    int
@@ -106,6 +111,10 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	if hs.Term == 0 {
 		hs.Term = 1
 	}
+	// What the spec takes as durable at boot: the recovered hard state (a
+	// first boot's term 1 is Init's). A TRUNCATED mark the storage did not
+	// write already waits for a Persist (BugMarkAfterCut).
+	n.hsPersisted = hs
 	if boot.Verdict == VerdictTruncated {
 		hs.TruncatedAtTerm = hs.Term
 	}
@@ -420,7 +429,8 @@ func (n *Node) send(m Message) {
 //     before step 3); if TruncateFrom > 0, remove the log entries from
 //     TruncateFrom on, durably before step 3 (a crash must not bring them
 //     back, see docs/refinement.md); append Entries to the WAL (durability
-//     follows asynchronously, reported through Advance).
+//     follows asynchronously, reported through Advance). Once both are
+//     durable, call Persisted, before the next input.
 //  3. Send MessagesAfterPersist. If persisting failed, drop them and report
 //     the failure through Advance.
 //  4. Apply Committed to the state machine, answer ReadStates once it has
@@ -428,11 +438,20 @@ func (n *Node) send(m Message) {
 //
 // The entries handed out in a Ready must be in the WAL, readable through
 // Storage, before the driver calls into the node again.
+//
+// LearnedCommit is not part of the hard state to persist: a change of it
+// alone leaves HardStateChanged false. The driver keeps it lazily
+// (impl/replica writes it with the next hard state), and may lose the latest value at a
+// crash (the spec's production rule: a restart brings back any lower
+// value, docs/durable-raft.md).
 type Ready struct {
 	HardState        HardState
 	HardStateChanged bool
 	TruncateFrom     uint64
 	Entries          []Entry
+	// LearnedCommit is the node's learned commit index (HardState's), in
+	// every Ready, for the driver to keep with the log.
+	LearnedCommit uint64
 
 	Messages             []Message
 	MessagesAfterPersist []Message
@@ -447,16 +466,8 @@ type Ready struct {
 }
 
 // hardStateDue reports whether the hard state changed since the last Ready
-// handed it out. With BugVolatileLearnedCommit a change of LearnedCommit
-// alone does not count.
-func (n *Node) hardStateDue() bool {
-	if n.has(BugVolatileLearnedCommit) {
-		cur, handed := n.hs, n.hsHanded
-		cur.LearnedCommit, handed.LearnedCommit = 0, 0
-		return cur != handed
-	}
-	return n.hs != n.hsHanded
-}
+// handed it out. A change of LearnedCommit alone does not count (Ready).
+func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 
 // HasReady reports whether Ready would return anything.
 func (n *Node) HasReady() bool {
@@ -477,7 +488,11 @@ func (n *Node) Ready() Ready {
 		n.hsHanded = n.hs
 	}
 	rd.TruncateFrom = n.log.truncateFrom
+	if rd.TruncateFrom > 0 && !n.has(BugTruncationNotSynced) {
+		n.truncationHanded = true
+	}
 	rd.Entries = n.log.unstable
+	rd.LearnedCommit = n.hs.LearnedCommit
 	n.log.handOff()
 	if n.log.committed > n.log.applied {
 		ents, err := n.log.entries(n.log.applied+1, n.log.committed+1, n.cfg.ApplyBytesMax)

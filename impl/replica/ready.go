@@ -35,21 +35,14 @@ func readyEmpty(rd *raft.Ready) bool {
 // with the WAL's records; send or stash the MessagesAfterPersist; apply;
 // answer reads; report alerts.
 func (r *Replica) processReady(rd raft.Ready) {
-	if rd.HardStateChanged {
+	switch {
+	case rd.HardStateChanged:
 		r.term = rd.HardState.Term
-		_, err := r.w.SubmitHardState(hardStateToWAL(rd.HardState))
-		if err != nil {
-			r.walError("hard state", err)
-			r.stepLost = true
-		} else {
-			// SubmitSync covers the hard state and asks the WAL to skip its
-			// group-commit delay: a vote must not wait out --wal-sync-ms
-			// (with a delay above the election timeout no leader would
-			// ever be elected), and every input waits for this hold. (A
-			// learned commit alone will ride the log's batch instead:
-			// holes issue, item 1.)
-			r.hold(r.w.SubmitSync())
-		}
+		r.submitHardState(rd.HardState)
+	case r.bugs&BugLearnedCommitHardState != 0 && rd.LearnedCommit != r.hsWritten.LearnedCommit:
+		hs := r.hsWritten
+		hs.LearnedCommit = rd.LearnedCommit
+		r.submitHardState(hs)
 	}
 	if rd.TruncateFrom > 0 {
 		r.loseProposalsFrom(rd.TruncateFrom)
@@ -90,6 +83,27 @@ func (r *Replica) processReady(rd raft.Ready) {
 	}
 	r.noteFence(rd.Alerts)
 	r.noteRole(rd.Role, rd.Lead)
+}
+
+// submitHardState hands the WAL a hard state and holds inputs until it is
+// durable (rule 1). The learned commit travels with it (HardState's
+// LearnedCommit, the WAL's Commit) but is not a reason to write one: a
+// change of it alone is no Ready.HardStateChanged, so a follower's round
+// costs no hard-state fdatasync and its heartbeats and read rounds never
+// wait for one (issue 10 item 1; the spec's production rule: a restart may
+// bring back any lower value). BugLearnedCommitHardState writes every
+// change, the rule before.
+func (r *Replica) submitHardState(hs raft.HardState) {
+	if _, err := r.w.SubmitHardState(hardStateToWAL(hs)); err != nil {
+		r.walError("hard state", err)
+		r.stepLost = true
+		return
+	}
+	r.hsWritten = hs
+	// SubmitSync covers the hard state and asks the WAL to skip its
+	// group-commit delay: a vote must not wait out --wal-sync-ms (with a
+	// delay above the election timeout no leader would ever be elected).
+	r.hold(r.w.SubmitSync())
 }
 
 // appendEntries writes the Ready's entries to the WAL: a follower's as the

@@ -124,6 +124,9 @@ type Replica struct {
 	readsInFlight []Read
 	readsReady    []readBatch
 
+	// hsWritten is the hard state last handed to the WAL.
+	hsWritten raft.HardState
+
 	role  raft.Role
 	term  uint64
 	lead  raft.NodeID
@@ -185,6 +188,7 @@ func New(cfg Config) (*Replica, error) {
 	r.advanced = r.progress
 	st := node.Status()
 	r.role, r.lead, r.term = st.Role, st.Lead, st.HardState.Term
+	r.hsWritten = hs
 	r.log.Info("replica: booted", "verdict", rec.Verdict.String(), "case", rec.Case,
 		"hard_state_verdict", rec.HardStateVerdict.String(), "term", st.HardState.Term, "vote", uint64(st.HardState.Vote),
 		"first_index", rec.IndexFirst, "last_index", rec.IndexLast, "learned_commit", st.HardState.LearnedCommit,
@@ -333,9 +337,12 @@ func (r *Replica) hold(ticket uint64) {
 	r.stats.Holds.Add(1)
 }
 
-// release ends a hold: the messages that waited for it leave.
+// release ends a hold: the hard state and the truncation it waited for are
+// durable, so the core's persistence window closes (raft.Node.Persisted,
+// the spec's Persist) and the messages that waited for it leave.
 func (r *Replica) release() {
 	r.holdTicket = 0
+	r.node.Persisted()
 	if len(r.stash) > 0 {
 		r.send(r.stash)
 		r.stash = nil

@@ -210,10 +210,12 @@ func TestNotLeaderIsDefinite(t *testing.T) {
 }
 
 // TestBootPersistsTruncatedMark: a replica booted on a log the WAL found
-// TRUNCATED submits the core's mark (TruncatedAtTerm) at once and holds
-// inputs until it is durable, so a crash cannot leave a cut log that the
-// next boot calls CLEAN (the boot window). It failed before New processed
-// the boot's own Ready.
+// TRUNCATED has the core's mark (TruncatedAtTerm) durable from the start, so
+// a crash cannot leave a cut log that the next boot calls CLEAN (the boot
+// window). It failed before New processed the boot's own Ready (the mark
+// was left until the first input), and its first check fails while
+// wal.Open leaves the mark to the core (the mark then waits for the boot
+// Ready's sync, with the cut already durable).
 func TestBootPersistsTruncatedMark(t *testing.T) {
 	tr := leaderOf(t)
 	var got []Result
@@ -251,12 +253,20 @@ func TestBootPersistsTruncatedMark(t *testing.T) {
 	}
 	tr.open(1, []raft.NodeID{1}, 0)
 	st := tr.r.Status()
-	if st.Verdict != "TRUNCATED" || !st.Holding {
-		t.Fatalf("after a TRUNCATED recovery: verdict %s holding %v", st.Verdict, st.Holding)
+	if st.Verdict != "TRUNCATED" {
+		t.Fatalf("after a TRUNCATED recovery: verdict %s", st.Verdict)
+	}
+	// Durable before any WAL step: wal.Open wrote the mark before the cut
+	// (wal's TestTruncatedMarkDurableBeforeTheCut crashes right there).
+	if hs := tr.w.Progress().HardState; hs.TruncatedAtTerm == 0 {
+		t.Fatalf("the TRUNCATED mark is not durable at boot: %+v", hs)
 	}
 	tr.flush()
 	if hs := tr.w.Progress().HardState; hs.TruncatedAtTerm == 0 {
 		t.Fatalf("the TRUNCATED mark is not durable: %+v", hs)
+	}
+	if st := tr.r.Status(); st.Verdict != "TRUNCATED" || st.HardState.TruncatedAtTerm == 0 {
+		t.Fatalf("after the boot Ready: %+v", st)
 	}
 }
 

@@ -183,8 +183,49 @@ func TestHardStateSurvivesLogDamage(t *testing.T) {
 	}
 	w, rec := mustOpen(t, fs, opts)
 	defer w.Close()
-	if rec.Verdict != Truncated || rec.HardStateVerdict != Clean || rec.HardState != hs {
+	marked := hs
+	marked.TruncatedAtTerm = hs.Term // the TRUNCATED verdict's mark (markTruncated)
+	if rec.Verdict != Truncated || rec.HardStateVerdict != Clean || rec.HardState != marked {
 		t.Fatalf("recovery %+v", rec)
+	}
+}
+
+// TestTruncatedMarkDurableBeforeTheCut: an Open that finds the log TRUNCATED makes
+// the core's mark (TruncatedAtTerm) durable before the cut, so a crash right after
+// that Open, before anything else is written, boots the cut log with the mark (the
+// core boots it TRUNCATED, sticky) and not CLEAN (the boot window, issue 10 item 3;
+// spec -bug mark-after-cut). It fails when Open leaves the mark to the core's first
+// Ready.
+func TestTruncatedMarkDurableBeforeTheCut(t *testing.T) {
+	for _, term := range []uint64{0, 5} {
+		fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+		opts := manual(smallOptions())
+		w, _ := mustOpen(t, fs, opts)
+		if term > 0 {
+			if err := w.SetHardState(HardState{Term: term, Vote: 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fill(t, w, 20)
+		_ = w.Close()
+		for _, name := range listFiles(t, fs, prefixSegment) {
+			if err := fs.FlipBit(segPath(name), 8, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, rec := mustOpen(t, fs, opts)
+		if rec.Verdict != Truncated {
+			t.Fatalf("term %d: recovery %+v", term, rec)
+		}
+		_ = w
+		fs.Crash() // before the core's first Ready: nothing else written
+		fs.Restart()
+		w, rec = mustOpen(t, fs, opts)
+		if want := max(term, 1); rec.HardState.TruncatedAtTerm != want {
+			t.Fatalf("term %d: after a crash right after the TRUNCATED Open: verdict %s, hard state %+v, want TruncatedAtTerm %d",
+				term, rec.Verdict, rec.HardState, want)
+		}
+		_ = w.Close()
 	}
 }
 

@@ -339,6 +339,10 @@ func (w *WAL) recoverAll(disk []*diskSegment) (*Recovery, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := markTruncated(hs, rl.rec.Verdict); err != nil {
+		return nil, err
+	}
+	w.hsDurable, w.hsSubmitted = hs.last, hs.last.state
 	w.base, w.tip, w.metas, w.segs = rl.base, rl.tip, rl.metas, rl.segs
 	w.cacheFirst = rl.tip.index + 1
 	w.takenIndex = rl.tip.index
@@ -362,6 +366,25 @@ func (w *WAL) recoverAll(disk []*diskSegment) (*Recovery, error) {
 	rec.IndexFirst, rec.IndexLast, rec.DurableIndex = rl.base.index+1, rl.tip.index, rl.tip.index
 	w.logRecovery(rec)
 	return rec, nil
+}
+
+// markTruncated writes the protocol core's TRUNCATED mark (TruncatedAtTerm: the
+// current term, at least 1, as raft.NewNode sets it) into the hard state, durably,
+// when the log's verdict is TRUNCATED and the mark is not there yet. It runs before
+// the cut is made durable (releaseRecovered, prepareTail): were the cut durable first,
+// a crash before the core's first Ready was persisted would leave a cut log that the
+// next Open calls CLEAN, and the member would vote again on a log that lost entries
+// it may have acknowledged (the boot window, spec -bug mark-after-cut).
+func markTruncated(hs *hardStateFile, v Verdict) error {
+	mark := hs.last.state
+	if v != Truncated || mark.TruncatedAtTerm == max(mark.Term, 1) {
+		return nil
+	}
+	mark.TruncatedAtTerm = max(mark.Term, 1)
+	if err := hs.store(mark, hs.last.lost); err != nil {
+		return fmt.Errorf("wal: write the TRUNCATED mark: %w", err)
+	}
+	return nil
 }
 
 // releaseRecovered closes and removes superseded segments and renames quarantined ones.

@@ -30,6 +30,11 @@ type SimWAL struct {
 	// rows H2, H6, H7, H8): sticky, every boot is told Boot.HardStateLost.
 	PrevHS raft.HardState
 	HSLost bool
+	// Commit is the learned commit index written with the log (impl/wal's
+	// batches carry it), CommitDurable the one a flush made durable: a
+	// boot learns the larger of it and HS.LearnedCommit (the core hands a
+	// change of it alone out as no hard state).
+	Commit, CommitDurable uint64
 }
 
 // SimNode is one member: its disk, and its process when up.
@@ -163,14 +168,26 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 }
 
 func (c *Cluster) start(sn *SimNode, v raft.Verdict) error {
-	n, err := raft.NewNode(c.config(sn), raft.Boot{HardState: sn.WAL.HS, Verdict: v, HardStateLost: sn.WAL.HSLost, Applied: sn.Applied})
+	if err := c.boot(sn, v); err != nil {
+		return err
+	}
+	c.handle(sn)
+	return nil
+}
+
+// boot makes sn's process from its disk, without handling its first Ready.
+func (c *Cluster) boot(sn *SimNode, v raft.Verdict) error {
+	w := sn.WAL
+	hs := w.HS
+	hs.LearnedCommit = max(hs.LearnedCommit, w.CommitDurable)
+	w.Commit = hs.LearnedCommit
+	n, err := raft.NewNode(c.config(sn), raft.Boot{HardState: hs, Verdict: v, HardStateLost: w.HSLost, Applied: sn.Applied})
 	if err != nil {
 		return err
 	}
 	sn.boots++
 	sn.Node = n
 	sn.last = n.Status()
-	c.handle(sn)
 	return nil
 }
 
@@ -186,7 +203,7 @@ func (c *Cluster) logf(format string, args ...any) { fmt.Fprintf(&c.Out, format+
 
 // handle processes every Ready of sn: the driver of raft.Ready, done
 // atomically (no crash can fall between a node's step and the
-// persistence of its Ready).
+// persistence of its Ready, which it reports at once: Persisted).
 func (c *Cluster) handle(sn *SimNode) {
 	for sn.Node != nil && sn.Node.HasReady() {
 		rd := sn.Node.Ready()
@@ -194,6 +211,7 @@ func (c *Cluster) handle(sn *SimNode) {
 		if rd.HardStateChanged {
 			w.PrevHS, w.HS = w.HS, rd.HardState
 		}
+		w.Commit = max(w.Commit, rd.LearnedCommit)
 		if rd.TruncateFrom > 0 {
 			if c.Opts.Bugs&raft.BugTruncationNotSynced != 0 && w.Stale == nil && w.Durable >= rd.TruncateFrom {
 				w.Stale = w.Log.Clone()
@@ -207,6 +225,7 @@ func (c *Cluster) handle(sn *SimNode) {
 		if err := w.Log.Append(rd.Entries); err != nil {
 			panic(err)
 		}
+		sn.Node.Persisted()
 		c.Net = append(c.Net, rd.Messages...)
 		c.Net = append(c.Net, rd.MessagesAfterPersist...)
 		for _, e := range rd.Committed {

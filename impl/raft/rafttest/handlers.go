@@ -139,7 +139,8 @@ func (e *Env) Handle(line string) (string, error) {
 		// Example: start 2
 		err = e.handleStart(c)
 	case "corrupt":
-		// Example: corrupt 3 cut=1
+		// Example: corrupt 3 cut=1   (corrupt 3 cut=1 crash-at-boot: a power loss before
+		// the boot's first Ready is persisted, then a boot: the boot window)
 		err = e.handleCorrupt(c)
 	case "lose-hardstate":
 		// Example: lose-hardstate 3 copy=older   (copy=zero: nothing verifies; unmarked: the
@@ -357,7 +358,11 @@ func (e *Env) handleCorrupt(c Cmd) error {
 	if err != nil {
 		return err
 	}
-	if err := e.C.Corrupt(id, uint64(cut)); err != nil {
+	corrupt := e.C.Corrupt
+	if c.has("crash-at-boot") {
+		corrupt = e.C.CorruptCrashAtBoot
+	}
+	if err := corrupt(id, uint64(cut)); err != nil {
 		e.C.logf("corrupt n%d: %v", id, err)
 	}
 	return nil

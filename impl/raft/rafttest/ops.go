@@ -124,6 +124,7 @@ func (c *Cluster) FlushTo(id raft.NodeID, index uint64) {
 		w.Stale = nil // the flusher syncs a pending truncation first (spec Flush, FlushTo)
 	}
 	w.Durable = max(w.Durable, index)
+	w.CommitDurable = w.Commit
 	t, _ := w.Log.Term(w.Durable)
 	sn.Node.Advance(raft.AdvanceInfo{DurableIndex: w.Durable, DurableTerm: t})
 	c.handle(sn)
@@ -196,7 +197,19 @@ func (c *Cluster) Restart(id raft.NodeID, keep int) error {
 // Corrupt crashes id and boots it with its log cut at cut, inside the
 // durable prefix: the WAL's TRUNCATED verdict. It refuses to leave a
 // quorum TRUNCATED (the corruption budget the safety argument allows).
+// The WAL makes the TRUNCATED mark durable before the cut (impl/wal's
+// Open); with raft.BugMarkAfterCut only the core's first Ready does.
 func (c *Cluster) Corrupt(id raft.NodeID, cut uint64) error {
+	return c.corrupt(id, cut, false)
+}
+
+// CorruptCrashAtBoot is Corrupt with a power loss during the boot, before
+// its first Ready is persisted, and a boot after it (the boot window).
+func (c *Cluster) CorruptCrashAtBoot(id raft.NodeID, cut uint64) error {
+	return c.corrupt(id, cut, true)
+}
+
+func (c *Cluster) corrupt(id raft.NodeID, cut uint64, crashAtBoot bool) error {
 	sn := c.Node(id)
 	if sn == nil {
 		return fmt.Errorf("no n%d", id)
@@ -224,10 +237,27 @@ func (c *Cluster) Corrupt(id raft.NodeID, cut uint64) error {
 	if sn.Node != nil {
 		sn.Node = nil
 	}
-	sn.WAL.Log.Prefix(cut)
-	sn.WAL.Durable, sn.WAL.Failed, sn.WAL.Stale = cut, false, nil
+	w := sn.WAL
+	w.Log.Prefix(cut)
+	w.Durable, w.Failed, w.Stale = cut, false, nil
+	if c.Opts.Bugs&raft.BugMarkAfterCut == 0 && w.HS.Term > 0 {
+		w.PrevHS = w.HS
+		w.HS.TruncatedAtTerm = w.HS.Term
+	}
 	c.logf("n%d corrupted, recovers %d entries", id, cut)
-	return c.start(sn, raft.VerdictTruncated)
+	if !crashAtBoot {
+		return c.start(sn, raft.VerdictTruncated)
+	}
+	if err := c.boot(sn, raft.VerdictTruncated); err != nil {
+		return err
+	}
+	sn.Node = nil
+	c.logf("n%d crashed while booting", id)
+	if c.crashes >= raft.DefaultTraceBudget {
+		return errors.New("crash budget of the trace spent")
+	}
+	c.crashes++
+	return c.start(sn, raft.VerdictClean)
 }
 
 // HardStateCopy is what a WAL that lost its hard state gives back.
