@@ -39,7 +39,7 @@
 //
 // # Hash and snapshots
 //
-// [Store.Hash] is a sum of SHA-256-based element hashes over every key,
+// [Store.Hash] is a sum of XXH64 element hashes over every key,
 // session, kept answer and the clock, kept incrementally; [Store.Verify]
 // recomputes it from scratch and checks every invariant. Snapshots stream
 // (a 64 KiB buffer and the sorted key list, never the whole snapshot in

@@ -15,7 +15,7 @@ import (
 // endian. Two stores in the same state write the same bytes.
 const (
 	snapshotMagic       = "DRKVSNAP"
-	snapshotVersion     = 1
+	snapshotVersion     = 2
 	snapshotHeaderBytes = 8 + 4 + 4 + 6*8
 	keyRecordBytes      = 1 + 4 + 4 + 8
 	sessionRecordBytes  = 1 + 4*8 + 4

@@ -137,9 +137,9 @@ func TestRestoreRefusesInconsistent(t *testing.T) {
 		patch func([]byte)
 		msg   string
 	}{
-		{"magic", func(s []byte) { s[0] = 'X' }, "not a version-1 KV snapshot"},
-		{"version", put32(8, 2), "not a version-1 KV snapshot"},
-		{"reserved", put32(12, 1), "not a version-1 KV snapshot"},
+		{"magic", func(s []byte) { s[0] = 'X' }, "not a version-2 KV snapshot"},
+		{"version", put32(8, 1), "not a version-2 KV snapshot"},
+		{"reserved", put32(12, 1), "not a version-2 KV snapshot"},
 		{"applied index over 2^62", put64(16, 1<<63), "over 2^62"},
 		{"more keys than indexes", put64(40, 1000), "keys and"},
 		{"sessions over the limit", put64(48, kv.SessionsMax+1), "sessions at applied index"},

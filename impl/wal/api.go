@@ -24,11 +24,20 @@ func (w *WAL) Append(entries []Entry) error {
 		w.mu.Unlock()
 		return err
 	}
+	// One buffer for the batch's records (each record a capped slice of it), not one
+	// allocation per record: the cache keeps the buffer until its last record leaves.
+	total := 0
+	for _, e := range entries {
+		total += recordHeaderBytes + len(e.Data)
+	}
+	buf := make([]byte, 0, total)
 	recs := make([][]byte, len(entries))
 	sums := make([]uint32, len(entries))
 	prev := w.tip.checksum
 	for i, e := range entries {
-		recs[i], sums[i] = encodeRecord(make([]byte, 0, recordHeaderBytes+len(e.Data)), prev, e.Index, e.Term, e.Data)
+		start := len(buf)
+		buf, sums[i] = encodeRecord(buf, prev, e.Index, e.Term, e.Data)
+		recs[i] = buf[start:len(buf):len(buf)]
 		prev = sums[i]
 	}
 	w.appendLocked(recs, sums, func(i int) uint64 { return entries[i].Term })
@@ -49,7 +58,9 @@ func (w *WAL) appendLocked(recs [][]byte, sums []uint32, term func(int) uint64) 
 	w.tip = chainTip{index: w.tip.index + uint64(n), term: term(n - 1), checksum: sums[n-1]}
 	w.ticketLast++
 	w.queueLocked(op{kind: opRecords, recs: recs})
-	assert(uint64(len(w.metas)) == w.tip.index-w.base.index, "metas %d for indexes (%d, %d]", len(w.metas), w.base.index, w.tip.index)
+	if uint64(len(w.metas)) != w.tip.index-w.base.index {
+		violated("metas %d for indexes (%d, %d]", len(w.metas), w.base.index, w.tip.index)
+	}
 }
 
 func (w *WAL) validateAppendLocked(entries []Entry) error {

@@ -137,7 +137,9 @@ func (w *WAL) publishStep() {
 		}
 	}
 	d := w.durableIndex.Load()
-	assert(limit >= d && limit <= w.tip.index, "publish of %d with durable index %d, last index %d", limit, d, w.tip.index)
+	if limit < d || limit > w.tip.index {
+		violated("publish of %d with durable index %d, last index %d", limit, d, w.tip.index)
+	}
 	w.durableIndex.Store(limit)
 	w.durableTerm = limitTerm
 	if j.hs != nil {

@@ -180,7 +180,7 @@ func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
 	if lo-1 > w.base.index {
 		prev = w.metas[lo-1-w.base.index-1].checksum
 	}
-	var plan []readItem
+	plan := make([]readItem, 0, min(hi-lo, 256))
 	var total uint64
 	for i := lo; i < hi; i++ {
 		m := w.metas[i-w.base.index-1]
@@ -192,7 +192,9 @@ func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
 		if i >= w.cacheFirst {
 			it.rec = w.cache[i-w.cacheFirst]
 		}
-		assert(it.rec != nil || m.seg != nil, "entry %d neither cached nor on disk", i)
+		if it.rec == nil && m.seg == nil {
+			violated("entry %d neither cached nor on disk", i)
+		}
 		plan = append(plan, it)
 		prev = m.checksum
 	}

@@ -230,7 +230,9 @@ func (w *WAL) makeSpare(name string) error {
 // Precondition: the segment is not dirty. This is what makes a batch header a sync
 // boundary: it is written only after every earlier batch was fdatasync'd.
 func (w *WAL) writeBatch(seg *segment, recs [][]byte, tip chainTip, placed []placement) (chainTip, []placement, error) {
-	assert(!seg.dirty, "batch written to %s at %d while the previous batch is not synced", seg.name, seg.writeOffset)
+	if seg.dirty {
+		violated("batch written to %s at %d while the previous batch is not synced", seg.name, seg.writeOffset)
+	}
 	block := int64(seg.hdr.blockBytes)
 	buf := append(w.buf[:0], make([]byte, batchHeaderBytes)...)
 	start := tip
@@ -247,7 +249,9 @@ func (w *WAL) writeBatch(seg *segment, recs [][]byte, tip chainTip, placed []pla
 		tip = chainTip{index: r.index, term: r.term, checksum: r.checksum}
 	}
 	body := buf[batchHeaderBytes:]
-	assert(int64(len(body)) <= seg.room(), "batch of %d bytes overflows %s (room %d)", len(body), seg.name, seg.room())
+	if int64(len(body)) > seg.room() {
+		violated("batch of %d bytes overflows %s (room %d)", len(body), seg.name, seg.room())
+	}
 	batchHeader{
 		generation:    seg.hdr.generation,
 		offset:        uint64(seg.writeOffset),

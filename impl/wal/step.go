@@ -288,7 +288,9 @@ func (w *WAL) writeStep() error {
 		j.recs, j.started, j.slotB = nil, false, false
 	}
 	dirty := w.active.dirty || w.hs.dirty
-	assert(dirty || j.next == len(j.ops), "write phase stopped at op %d of %d with nothing to fdatasync", j.next, len(j.ops))
+	if !dirty && j.next != len(j.ops) {
+		violated("write phase stopped at op %d of %d with nothing to fdatasync", j.next, len(j.ops))
+	}
 	if dirty {
 		j.phase = phaseSync
 		return nil
