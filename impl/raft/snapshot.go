@@ -300,3 +300,11 @@ func (n *Node) checkSnapshotInvariants() {
 		failf("installing %+v, snapshot %+v", *n.snaps.installing, s)
 	}
 }
+
+// CompactLimit is the highest index the driver may compact through now:
+// the lowest of the applied, committed and durable indexes and the newest
+// snapshot.
+func (n *Node) CompactLimit() uint64 {
+	l := &n.log
+	return min(l.applied, l.committed, l.durable, n.snaps.snap.Index)
+}

@@ -30,11 +30,14 @@ const (
 	EventTransfer
 	// EventCampaign: campaign now (an operator's or a test's request).
 	EventCampaign
+	// EventJob: a job the replica handed out (TakeJob) is back, done or
+	// failed (Event.Job).
+	EventJob
 )
 
 var eventKindNames = [...]string{
 	EventMessage: "message", EventTick: "tick", EventPropose: "propose", EventRead: "read",
-	EventWAL: "wal", EventTransfer: "transfer", EventCampaign: "campaign",
+	EventWAL: "wal", EventTransfer: "transfer", EventCampaign: "campaign", EventJob: "job",
 }
 
 func (k EventKind) String() string {
@@ -52,6 +55,7 @@ type Event struct {
 	Reads     []Read
 	Progress  wal.Progress
 	To        raft.NodeID
+	Job       *Job
 }
 
 // Proposal is one client write: Data becomes one log entry. Done is called

@@ -88,6 +88,10 @@ type Status struct {
 	// StepLost: the failure came while a step of the core was not yet
 	// durable (see Replica.stepLost).
 	StepLost bool
+	// Snapshot is the newest durable snapshot (zero without one);
+	// Snapshots its counters.
+	Snapshot  raft.SnapshotInfo
+	Snapshots SnapshotStats
 }
 
 // Status returns the replica's status. Call it on the replica's goroutine
@@ -99,6 +103,9 @@ func (r *Replica) Status() Status {
 		st.Failure = r.failErr.Error()
 	}
 	st.StepLost = r.stepLost
+	if r.snaps != nil {
+		st.Snapshot, st.Snapshots = r.snaps.cur.info(), r.snaps.stats
+	}
 	return st
 }
 

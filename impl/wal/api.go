@@ -334,3 +334,8 @@ func (w *WAL) SubmitCompact(throughIndex uint64) (uint64, error) {
 	ring(w.wakeCh)
 	return w.ticketLast, nil
 }
+
+// ChainSeed is the chain value before the first record of a log that
+// starts after (index, term) with nothing before it (Reset's): ResetChain
+// to an empty log at 0 takes ChainSeed(0, 0).
+func ChainSeed(index, term uint64) uint32 { return chainSeed(index, term) }
