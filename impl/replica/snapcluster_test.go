@@ -107,6 +107,9 @@ type cnode struct {
 	// jobStep, when set, decides whether a job's next step runs now (a
 	// test holds a job between steps to crash there).
 	jobStep func(j *Job) bool
+	// jobBack, when set, decides whether a finished job is handed back now
+	// (false: the hook crashed the node, before it was).
+	jobBack func(j *Job) bool
 	held    []*Job
 }
 
@@ -211,14 +214,19 @@ func (c *ccluster) work(n *cnode) bool {
 	var still []*Job
 	for _, j := range n.held {
 		if n.jobStep != nil && !n.jobStep(j) {
+			if !n.up {
+				return true // the hook crashed the node
+			}
 			still = append(still, j)
 			continue
 		}
 		busy = true
-		if done, _ := j.Step(); done {
+		if done, _ := j.Step(); !done {
+			still = append(still, j)
+		} else if n.jobBack == nil || n.jobBack(j) {
 			n.r.Handle(Event{Kind: EventJob, Job: j})
 		} else {
-			still = append(still, j)
+			return busy // the test crashes it now
 		}
 	}
 	n.held = still
@@ -309,6 +317,7 @@ func (c *ccluster) write(k int) {
 
 // sameState: every live node has applied the same entries as the leader.
 func (c *ccluster) sameState() {
+	c.tick(2) // followers learn the last commit index with the next heartbeat
 	l := c.leader()
 	for _, id := range c.ids {
 		n := c.nodes[id]

@@ -108,8 +108,11 @@ func encodeSnapHeader(m *SnapshotMeta) ([]byte, error) {
 
 // headerBytesOf reads the header's length from its fixed part, checked.
 func headerBytesOf(fixed []byte) (int, error) {
-	if len(fixed) < snapHeaderFixed || string(fixed[4:12]) != snapMagic {
-		return 0, fmt.Errorf("%w: not a snapshot (magic %q)", ErrSnapshotCorrupt, fixed[4:min(12, len(fixed))])
+	if len(fixed) < snapHeaderFixed {
+		return 0, fmt.Errorf("%w: header of %d bytes", ErrSnapshotCorrupt, len(fixed))
+	}
+	if string(fixed[4:12]) != snapMagic {
+		return 0, fmt.Errorf("%w: not a snapshot (magic %q)", ErrSnapshotCorrupt, fixed[4:12])
 	}
 	n := int(binary.LittleEndian.Uint32(fixed[16:]))
 	if n < snapHeaderFixed || n > snapHeaderBytesMax {

@@ -118,6 +118,8 @@ type snapRuntime struct {
 	installMeta SnapshotMeta
 
 	stats SnapshotStats
+	// bootRow is the boot decision table's row of this boot.
+	bootRow string
 }
 
 // TakeJob hands the driver the next job, or nil.
@@ -377,6 +379,7 @@ func (r *Replica) bootWithSnapshots(boot *raft.Boot) error {
 	if err != nil {
 		return err
 	}
+	r.snaps.bootRow = b.row.row
 	boot.Snapshot, boot.TracePrefix, boot.Applied = b.info, b.prefix, b.info.Index
 	r.applied = b.info.Index
 	if b.truncated {

@@ -92,6 +92,8 @@ type Status struct {
 	// Snapshots its counters.
 	Snapshot  raft.SnapshotInfo
 	Snapshots SnapshotStats
+	// SnapshotBoot is the row of the boot with snapshots (snapboot.go).
+	SnapshotBoot string
 }
 
 // Status returns the replica's status. Call it on the replica's goroutine
@@ -104,7 +106,7 @@ func (r *Replica) Status() Status {
 	}
 	st.StepLost = r.stepLost
 	if r.snaps != nil {
-		st.Snapshot, st.Snapshots = r.snaps.cur.info(), r.snaps.stats
+		st.Snapshot, st.Snapshots, st.SnapshotBoot = r.snaps.cur.info(), r.snaps.stats, r.snaps.bootRow
 	}
 	return st
 }
