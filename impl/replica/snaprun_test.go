@@ -151,7 +151,9 @@ func TestRunnerSnapshotCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Snapshots.Installed != 1 {
+	// (At least one: under this timing the leader may compact past the
+	// follower again while it catches up; the stepped tests count exactly.)
+	if st.Snapshots.Installed < 1 {
 		t.Fatalf("the follower caught up without a snapshot: %+v", st.Snapshots)
 	}
 }
