@@ -147,6 +147,7 @@ func TestSimSeedLog(t *testing.T) {
 	}
 	o := sim.Default(seed)
 	o.Log = func(s string) { fmt.Println(s) }
+	o.ReplicaLogs = os.Getenv("SIM_REPLICA_LOGS") != ""
 	runSeed(t, o)
 }
 

@@ -39,6 +39,9 @@ type checker struct {
 	finalPending raft.NodeID
 	finalAcked   bool
 	ackMax       uint64
+	// states is the state machine's hash at each index, as the first node
+	// to reach it by applying entries had it.
+	states map[uint64]uint64
 }
 
 type ackedEntry struct {
@@ -82,8 +85,8 @@ func (c *checker) observe(n *Node) {
 	c.s.Counts.Elections++
 	for _, i := range c.sortedAcks() {
 		a := c.acks[i]
-		if a.commitTerm >= term {
-			continue
+		if a.commitTerm >= term || i < n.w.FirstIndex() {
+			continue // (below the compaction point: in the leader's snapshot, its committed prefix)
 		}
 		if t, err := n.w.Term(i); err != nil || t != a.term {
 			c.violation("NoAckedLoss: leader n%d of term %d lacks acknowledged entry %d/%d", n.ID, term, a.term, i)
@@ -128,8 +131,10 @@ func (c *checker) durableTruth(n *Node) {
 		return
 	}
 	p := n.w.Progress()
-	if st.Durable > p.DurableIndex {
-		c.violation("DurableTruth: n%d's core counts %d durable, its WAL %d", n.ID, st.Durable, p.DurableIndex)
+	// An installed snapshot is durable in its file before the WAL's reset
+	// after it is.
+	if st.Durable > max(p.DurableIndex, st.Snapshot.Index) {
+		c.violation("DurableTruth: n%d's core counts %d durable, its WAL %d (snapshot %d)", n.ID, st.Durable, p.DurableIndex, st.Snapshot.Index)
 	}
 }
 
@@ -178,7 +183,7 @@ func (c *checker) proposalDone(n *Node, data string) func(replica.Result) {
 			if l.r == nil {
 				continue
 			}
-			if role, term, _ := l.r.Leadership(); role != raft.RoleLeader || term <= commitTerm {
+			if role, term, _ := l.r.Leadership(); role != raft.RoleLeader || term <= commitTerm || res.Index < l.w.FirstIndex() {
 				continue
 			}
 			if t, err := l.w.Term(res.Index); err != nil || t != a.term {
@@ -218,10 +223,14 @@ func (c *checker) checkAckedDurable(index uint64) {
 func (n *Node) holdsDurable(index, term uint64) bool {
 	if n.r == nil {
 		st := n.stopped
-		return st.truncated || (st.durable >= index && index >= 1 && index <= uint64(len(st.terms)) && st.terms[index-1] == term)
+		return st.truncated || (index >= 1 && index < st.first) ||
+			(st.durable >= index && index >= 1 && index <= uint64(len(st.terms)) && st.terms[index-1] == term)
 	}
 	if n.r.Status().HardState.TruncatedAtTerm != 0 || n.flipPending {
 		return true
+	}
+	if index < n.w.FirstIndex() {
+		return true // compacted: in its snapshot
 	}
 	p := n.w.Progress()
 	t, err := n.w.Term(index)
@@ -253,7 +262,7 @@ func (n *Node) checkRecovered(w *wal.WAL, rec *wal.Recovery) {
 	if n.boots == 1 || rec.Verdict == wal.Truncated || st.durable == 0 {
 		return
 	}
-	for i := max(w.FirstIndex(), 1); i <= st.durable; i++ {
+	for i := max(w.FirstIndex(), st.first, 1); i <= st.durable; i++ {
 		t, err := w.Term(i)
 		if err != nil || t != st.terms[i-1] {
 			n.s.violation("RecoveryKeepsDurable: n%d recovered %s (%s) but lost durable entry %d/%d: %s",
@@ -295,9 +304,14 @@ func checkIdentical(c *checker, a, b *Node) {
 // by recording it, and returns its data as the result.
 type recorder struct {
 	n *Node
+	// The state: the last entry applied, a running hash over every entry
+	// applied, and their data (snap.go).
+	index, term, hash uint64
+	data              []string
 }
 
 func (r *recorder) Apply(e raft.Entry) []byte {
 	r.n.s.check.apply(r.n, e)
+	r.advance(e)
 	return e.Data
 }

@@ -39,11 +39,16 @@ type Options struct {
 	MsgEntriesMax, InflightMsgsMax int
 	CoreBugs                       raft.Bug
 	RuntimeBugs                    replica.Bug
+	// Snapshots turns snapshots and compaction on (nil: off); FS and Dir
+	// are each node's (its disk, snapDir).
+	Snapshots *replica.SnapshotOptions
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
 	Trace bool
-	// Log, when set, receives a line per notable step.
-	Log func(string)
+	// Log, when set, receives a line per notable step; with ReplicaLogs
+	// also every replica's own log lines.
+	Log         func(string)
+	ReplicaLogs bool
 }
 
 // Faults are the fault kinds a run may inject.
@@ -117,7 +122,8 @@ func Default(seed uint64) Options {
 	return Options{N: 3 + int(seed%3), Seed: seed, Duration: 3 * time.Second, HealMax: 20 * time.Second,
 		Tick: 10 * time.Millisecond, Skew: 0.05, Faults: AllFaults(), Rates: SwarmRates(seed),
 		ProposeEvery: 4 * time.Millisecond, ReadEvery: 20 * time.Millisecond,
-		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true}
+		PreVote: seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true,
+		Snapshots: SnapshotDefaults(seed)}
 }
 
 // Sim is one simulated cluster: replicas in stepped mode over the real WAL
@@ -149,6 +155,9 @@ type Counts struct {
 	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed                                      int
 	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
 	Elections, VerdictTruncated, StaleReports, LostSteps                                                      int
+	// Snapshots (SnapshotsMade and the rest are summed over every life of
+	// every node): restores of a state machine, bit flips in snapshot files.
+	SnapshotsMade, Installs, Compactions, ChunksSent, TransferRestarts, SnapshotRefused, Restores, SnapshotFlips int
 }
 
 // New builds a cluster of fresh nodes and boots them.
@@ -259,6 +268,11 @@ func (s *Sim) heal() error {
 		}
 		if s.check.finalAcked && s.check.pendingOps() == 0 {
 			s.check.atEnd()
+			for _, n := range s.Nodes {
+				if n.r != nil {
+					s.noteSnapshots(n.r.Status().Snapshots)
+				}
+			}
 			return nil
 		}
 	}
@@ -353,18 +367,20 @@ func (s *Sim) Fingerprint() (string, error) {
 		h.Write([]byte{'\n'})
 	}
 	for _, n := range s.Nodes {
-		names, err := n.disk.List(dataDir)
-		if err != nil {
-			return "", err
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			img, err := n.disk.ReadFile(path.Join(dataDir, name))
-			if err != nil {
+		for _, dir := range []string{dataDir, snapDir} {
+			names, err := n.disk.List(dir)
+			if err != nil && dir == dataDir {
 				return "", err
 			}
-			fmt.Fprintf(h, "n%d/%s %d\n", n.ID, name, len(img))
-			h.Write(img)
+			slices.Sort(names)
+			for _, name := range names {
+				img, err := n.disk.ReadFile(path.Join(dir, name))
+				if err != nil {
+					return "", err
+				}
+				fmt.Fprintf(h, "n%d%s/%s %d\n", n.ID, dir, name, len(img))
+				h.Write(img)
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -571,3 +571,46 @@ func TestTracedSnapshotCarriesPrefix(t *testing.T) {
 		t.Fatal("state machines differ")
 	}
 }
+
+// TestSnapshotWhenBaseTermDiffers: a follower whose log diverges at or
+// below the leader's compaction point (its hint is of a term below the
+// compaction base's) gets a snapshot; before the fix the leader kept
+// probing at the base, whose term the follower never matched (found by the
+// simulator, seed 139).
+func TestSnapshotWhenBaseTermDiffers(t *testing.T) {
+	st := logOf(1, 1, 2, 2, 2, 2, 2, 2)
+	n := mustNode(t, testConfig(1, st), Boot{HardState: HardState{Term: 2}, Verdict: VerdictClean, Applied: 8,
+		Snapshot: SnapshotInfo{Index: 6, Term: 2}})
+	if err := st.Compact(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Compact(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	n.Ready()
+	if err := n.Step(Message{Type: MsgVoteResp, From: 2, To: 1, Term: 3, Granted: true}); err != nil || n.Status().Role != RoleLeader {
+		t.Fatalf("not leader: %v", err)
+	}
+	n.Ready()
+	n.Advance(AdvanceInfo{DurableIndex: 9, DurableTerm: 3})
+	if err := n.Step(Message{Type: MsgAppResp, From: 2, To: 1, Term: 3, Success: true, MatchIndex: 9, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	n.Ready()
+	// n3 holds entries of term 1 up to 6: it rejects with that hint.
+	if err := n.Step(Message{Type: MsgAppResp, From: 3, To: 1, Term: 3, HintIndex: 6, HintTerm: 1, Seq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var snaps int
+	for _, m := range n.Ready().Messages {
+		if m.Type == MsgSnap && m.To == 3 {
+			snaps++
+		}
+	}
+	if snaps != 1 {
+		t.Fatalf("%d MsgSnap to a follower diverging below the compaction base; progress %+v", snaps, n.Status().Progress[3])
+	}
+}

@@ -104,7 +104,15 @@ func (r *Replica) recvChunk(m *Message) {
 		return
 	}
 	rv := s.recv
-	rv.leaderTerm, rv.commit = max(rv.leaderTerm, m.Term), max(rv.commit, m.LeaderCommit)
+	// The core steps the offer as the leader made it: its term with a
+	// commit index it sent in that term (a commit index of an older term
+	// may exceed the newer term's after a restart of the leader).
+	switch {
+	case m.Term > rv.leaderTerm:
+		rv.leaderTerm, rv.commit = m.Term, m.LeaderCommit
+	case m.Term == rv.leaderTerm:
+		rv.commit = max(rv.commit, m.LeaderCommit)
+	}
 	s.stats.ChunksReceived++
 	end := c.Offset + uint64(len(c.Data))
 	switch {
