@@ -83,6 +83,9 @@ func addCounts(a *sim.Counts, b sim.Counts) {
 		{&a.SyncErrors, &b.SyncErrors}, {&a.DiskFull, &b.DiskFull}, {&a.SlowSyncs, &b.SlowSyncs},
 		{&a.Partitions, &b.Partitions}, {&a.LateNotifies, &b.LateNotifies}, {&a.WireFlips, &b.WireFlips}, {&a.Elections, &b.Elections},
 		{&a.VerdictTruncated, &b.VerdictTruncated}, {&a.LostSteps, &b.LostSteps},
+		{&a.SnapshotsMade, &b.SnapshotsMade}, {&a.Installs, &b.Installs}, {&a.Compactions, &b.Compactions},
+		{&a.ChunksSent, &b.ChunksSent}, {&a.TransferRestarts, &b.TransferRestarts}, {&a.SnapshotRefused, &b.SnapshotRefused},
+		{&a.Restores, &b.Restores}, {&a.SnapshotFlips, &b.SnapshotFlips}, {&a.StaleReports, &b.StaleReports},
 	} {
 		*p[0] += *p[1]
 	}

@@ -177,8 +177,13 @@ func (n *Node) ReportSnapshot(to NodeID, index uint64, delivered bool) {
 // otherwise). It reports whether the node installs it: then Ready.Snapshot
 // asks the driver to restore the state machine from it and reset the WAL
 // after it, before the next input. A snapshot the log already covers (its
-// last entry is held, or committed), or of an older term, is not installed
-// (for the spec the message is dropped).
+// last entry is held, or committed), or of an older term, is not installed.
+//
+// For the spec a snapshot the node does not install is no step at all: the
+// leader's offer (its SendSnapshot) stays in flight, as the leader's driver
+// may deliver it again (a transfer resumed after this node restarted, or
+// resent after a lost answer), and InstallSnapshot does not consume it
+// either (spec/snapshot.go).
 func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	if m.Type != MsgSnap {
 		return false, fmt.Errorf("%w: StepSnapshot of %v", ErrInvalidMessage, m.Type)
@@ -193,7 +198,6 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	n.snaps.prefix = prefix
 	defer func() { n.snaps.prefix = nil }()
 	if n.walFailed {
-		n.traceDrop(&m)
 		return false, ErrWALFailed
 	}
 	if m.Term > n.hs.Term {
@@ -201,7 +205,6 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	}
 	switch {
 	case m.Term < n.hs.Term || n.role == RoleCandidate:
-		n.traceDrop(&m)
 		return false, nil
 	case n.role == RoleLeader:
 		n.alert(AlertProtocol, "snapshot from %d in my own term %d as leader", m.From, m.Term)
@@ -213,7 +216,6 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	n.electionElapsed, n.leaderSilentTicks = 0, 0
 	index, term := m.PrevLogIndex, m.PrevLogTerm
 	if index <= n.log.committed || n.log.matchTerm(index, term) {
-		n.traceDrop(&m)
 		return false, nil
 	}
 	n.installSnapshot(&m, prefix)
