@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"sync"
 
 	"github.com/durableraft/durableraft/impl/kv"
@@ -18,7 +19,10 @@ type machine struct {
 	st *kv.Store
 }
 
-var _ replica.StateMachine = (*machine)(nil)
+var (
+	_ replica.StateMachine = (*machine)(nil)
+	_ replica.Snapshotter  = (*machine)(nil)
+)
 
 func newMachine(opts kv.Options) *machine { return &machine{st: kv.NewStore(opts)} }
 
@@ -29,6 +33,25 @@ func (m *machine) Apply(e raft.Entry) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.st.Apply(e.Index, e.Term, e.Data)
+}
+
+// Snapshot implements replica.Snapshotter: a clone of the store as of the
+// last entry applied (one pass over the keys, on the replica's goroutine),
+// which writes itself while the store goes on applying.
+func (m *machine) Snapshot() (func(w io.Writer) error, error) {
+	m.mu.RLock()
+	c := m.st.Clone()
+	m.mu.RUnlock()
+	return c.Snapshot, nil
+}
+
+// Restore implements replica.Snapshotter: the store becomes the state r
+// streams, which must end at (index, term); on any error it is unchanged.
+// Readers wait while the stream is read (an install or a boot).
+func (m *machine) Restore(r io.Reader, index, term uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.RestoreAt(r, index, term)
 }
 
 // get reads key. The value is the store's own, never modified.
