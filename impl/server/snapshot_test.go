@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/client"
+	"github.com/durableraft/durableraft/impl/kv"
 	"github.com/durableraft/durableraft/impl/raft"
 )
 
@@ -127,6 +130,126 @@ func TestSnapshotCatchUpKV(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the restarted node never reached %d: %+v", ls.KV.AppliedIndex, st.KV)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a bound
+	}
+}
+
+// newClusterAt is newTestCluster on the given data directories, with
+// ports picked here, and prepare run before any node starts (restore).
+func newClusterAt(t *testing.T, dirs map[raft.NodeID]string, edit func(*Config), prepare func(peers map[raft.NodeID]string)) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, dirs: dirs, peers: map[raft.NodeID]string{}, clients: map[raft.NodeID]string{},
+		nodes: map[raft.NodeID]*Node{}, edit: edit}
+	for id := range dirs {
+		p, c := listenAt(t, "127.0.0.1:0"), listenAt(t, "127.0.0.1:0")
+		tc.peers[id], tc.clients[id] = p.Addr().String(), c.Addr().String()
+		p.Close()
+		c.Close()
+	}
+	prepare(tc.peers)
+	for id := range dirs {
+		tc.start(id)
+	}
+	t.Cleanup(tc.stopAll)
+	return tc
+}
+
+// TestBackupRestore: a backup taken through a follower (forwarded, the
+// whole stream relayed) after writes, a delete and compactions holds every
+// acknowledged write; three members restored from it make a new cluster
+// (another cluster id) that serves the same data, takes writes and agrees.
+// A backup with one byte flipped, a directory that holds a node, and an
+// empty store are refused, and nothing is written.
+func TestBackupRestore(t *testing.T) {
+	tc := newTestCluster(t, 3, func(c *Config) { c.Snapshot = SnapshotConfig{Entries: 100, KeepEntries: 10, ChunkBytes: 4096} })
+	lead := tc.leader()
+	writeKeys(t, tc, 0, 400, 100)
+	if r := do(t, "DELETE", tc.url(lead, "/v1/kv/k-00007"), ""); r.status != 204 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	fol := lead%3 + 1
+	r := do(t, "GET", tc.url(fol, "/v1/backup"), "")
+	if r.status != 200 || r.header.Get(headerForwarded) == "" {
+		t.Fatalf("backup through a follower: %d %s", r.status, r.body)
+	}
+	got, err := VerifyBackup(strings.NewReader(r.body))
+	if err != nil || got.Keys != 399 || got.Hash != r.header.Get(headerBackupHash) || fmt.Sprint(got.Index) != r.header.Get(headerIndex) {
+		t.Fatalf("backup: %+v, %v; headers %v", got, err, r.header)
+	}
+	old := statusOf(t, tc, lead).ClusterID
+	tc.stopAll()
+
+	root := t.TempDir()
+	file := filepath.Join(root, "backup")
+	if err := os.WriteFile(file, []byte(r.body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flipped := []byte(r.body)
+	flipped[len(flipped)/2] ^= 0x10
+	bad := filepath.Join(root, "flipped")
+	if err := os.WriteFile(bad, flipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	peers := map[raft.NodeID]string{1: "127.0.0.1:1", 2: "127.0.0.1:2", 3: "127.0.0.1:3"}
+	if _, err := RestoreMember(RestoreConfig{ID: 1, DataDir: filepath.Join(root, "x"), Peers: peers, Backup: bad, Logger: quiet}); err == nil ||
+		!strings.Contains(err.Error(), "not a good backup") {
+		t.Fatalf("a flipped backup: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "x")); err == nil {
+		t.Fatal("a refused restore wrote the directory")
+	}
+	if _, err := RestoreMember(RestoreConfig{ID: 1, DataDir: tc.dirs[1], Peers: peers, Backup: file, Logger: quiet}); err == nil ||
+		!strings.Contains(err.Error(), "already holds a node") {
+		t.Fatalf("a restore over a node: %v", err)
+	}
+	var empty strings.Builder
+	if err := kv.NewStore(kv.Options{}).Snapshot(&empty); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "empty"), []byte(empty.String()), 0o644)
+	if _, err := RestoreMember(RestoreConfig{ID: 1, DataDir: filepath.Join(root, "y"), Peers: peers, Backup: filepath.Join(root, "empty"), Logger: quiet}); err == nil ||
+		!strings.Contains(err.Error(), "empty store") {
+		t.Fatalf("an empty backup: %v", err)
+	}
+
+	dirs := map[raft.NodeID]string{}
+	for id := raft.NodeID(1); id <= 3; id++ {
+		dirs[id] = filepath.Join(root, fmt.Sprint(id))
+	}
+	nc := newClusterAt(t, dirs, nil, func(peers map[raft.NodeID]string) {
+		for id, dir := range dirs {
+			res, err := RestoreMember(RestoreConfig{ID: id, DataDir: dir, Peers: peers, Backup: file, Logger: quiet})
+			if err != nil || res.Index != got.Index || res.Keys != 399 || res.ClusterID == old {
+				t.Fatalf("restore of %d: %+v, %v (old cluster %s)", id, res, err, old)
+			}
+		}
+	})
+	nl := nc.leader()
+	for id := raft.NodeID(1); id <= 3; id++ {
+		if st := statusOf(t, nc, id); st.Snapshot.BootRow != "B3" || st.Snapshot.Index != got.Index || st.Verdict != "CLEAN" {
+			t.Fatalf("restored node %d: boot %q snapshot %+v verdict %s", id, st.Snapshot.BootRow, st.Snapshot, st.Verdict)
+		}
+	}
+	for i := 0; i < 400; i++ {
+		g := do(t, "GET", nc.url(nl, fmt.Sprintf("/v1/kv/k-%05d", i)), "")
+		switch {
+		case i == 7 && g.status != 404:
+			t.Fatalf("the deleted key: %d %q", g.status, g.body)
+		case i != 7 && (g.status != 200 || g.body != value(i, 100)):
+			t.Fatalf("key %d: %d %q", i, g.status, g.body)
+		}
+	}
+	writeKeys(t, nc, 400, 450, 100)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		a, b, c := statusOf(t, nc, 1).KV, statusOf(t, nc, 2).KV, statusOf(t, nc, 3).KV
+		same := func(x, y KVStatus) bool { return x.AppliedIndex == y.AppliedIndex && x.Hash == y.Hash && x.Keys == y.Keys }
+		if a.Keys == 449 && same(a, b) && same(b, c) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restored cluster does not agree: %+v %+v %+v", a, b, c)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition with a bound
 	}
