@@ -17,14 +17,22 @@ func TestSnapshotActions(t *testing.T) {
 			leader(s, 1, 2, LogOf(e1, e2, e22))
 			s.CommitIndex[1] = 2
 		}, act: func(m *Model, s *State, e Emit) { m.SendSnapshot(s, 1, 2, e) }, want: []func(*State){
-			func(n *State) { n.Messages = []BagEntry{{M: withHistory(snap(LogOf(e1), 2), LogOf(e1, e2, e22)), N: 1}} },
-			func(n *State) { n.Messages = []BagEntry{{M: withHistory(snap(LogOf(e1, e2), 2), LogOf(e1, e2, e22)), N: 1}} },
+			func(n *State) {
+				n.Messages = []BagEntry{{M: withHistory(snap(LogOf(e1), 2), LogOf(e1, e2, e22)), N: 1}}
+			},
+			func(n *State) {
+				n.Messages = []BagEntry{{M: withHistory(snap(LogOf(e1, e2), 2), LogOf(e1, e2, e22)), N: 1}}
+			},
 		}},
 		{name: "SendSnapshot only from a leader, not to itself, not beyond the commit index", pre: func(s *State) {
 			leader(s, 1, 2, LogOf(e1, e2))
 			s.Log[3] = LogOf(e1)
 			s.CommitIndex[3] = 1
-		}, act: func(m *Model, s *State, e Emit) { m.SendSnapshot(s, 1, 1, e); m.SendSnapshot(s, 3, 2, e); m.SendSnapshot(s, 1, 2, e) }},
+		}, act: func(m *Model, s *State, e Emit) {
+			m.SendSnapshot(s, 1, 1, e)
+			m.SendSnapshot(s, 3, 2, e)
+			m.SendSnapshot(s, 1, 2, e)
+		}},
 		{name: "InstallSnapshot replaces a conflicting log; the offer stays in flight", pre: func(s *State) {
 			s.Messages = []BagEntry{{M: offer, N: 1}}
 			s.CurrentTerm[2], s.Log[2], s.DurableLen[2], s.LearnedCommit[2] = 2, LogOf(e1, e1, e1), 3, 1
