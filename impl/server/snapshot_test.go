@@ -244,7 +244,9 @@ func TestBackupRestore(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		a, b, c := statusOf(t, nc, 1).KV, statusOf(t, nc, 2).KV, statusOf(t, nc, 3).KV
-		same := func(x, y KVStatus) bool { return x.AppliedIndex == y.AppliedIndex && x.Hash == y.Hash && x.Keys == y.Keys }
+		same := func(x, y KVStatus) bool {
+			return x.AppliedIndex == y.AppliedIndex && x.Hash == y.Hash && x.Keys == y.Keys
+		}
 		if a.Keys == 449 && same(a, b) && same(b, c) {
 			break
 		}
