@@ -168,6 +168,15 @@ func New(cfg Config) (*Replica, error) {
 	if err := r.bootWithSnapshots(&boot); err != nil {
 		return nil, err
 	}
+	if rc.Trace != nil && boot.Snapshot.Index > 0 && boot.TracePrefix == nil && w.FirstIndex() > 1 {
+		// The trace keeps the whole log, and the snapshot this boot
+		// restarts from was made (or restored) without tracing: its
+		// prefix's terms and values are unknown. Tracing is off until a
+		// boot from a snapshot made while tracing.
+		r.log.Warn("replica: tracing off for this boot: the snapshot it restarts from carries no trace prefix (made without tracing)",
+			"snapshot_index", boot.Snapshot.Index)
+		rc.Trace = nil
+	}
 	node, err := raft.NewNode(rc, boot)
 	if err != nil {
 		return nil, fmt.Errorf("replica: boot: %w", err)
