@@ -93,6 +93,9 @@ func (n *Node) walOptions() wal.Options {
 	if n.s.opts.Snapshots != nil {
 		o.SegmentBytes = 12 << 10 // compaction drops whole segments: make them small
 	}
+	if b := n.s.opts.SegmentBytes; b != 0 {
+		o.SegmentBytes, o.EntryBytesMax = b, int(b/4)
+	}
 	return o
 }
 

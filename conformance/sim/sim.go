@@ -42,6 +42,9 @@ type Options struct {
 	// Snapshots turns snapshots and compaction on (nil: off); FS and Dir
 	// are each node's (its disk, snapDir).
 	Snapshots *replica.SnapshotOptions
+	// SegmentBytes, when set, is the WAL's segment size (and a quarter of
+	// it the entry bound): compaction frees whole segments.
+	SegmentBytes int64
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
 	Trace bool
