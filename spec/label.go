@@ -34,6 +34,11 @@ const (
 	ActHandleAppendEntriesResponseMax
 	ActFlushTo
 	ActStepDown
+	// Snapshots (snapshot.go), production actions too.
+	ActSendSnapshot
+	ActInstallSnapshot
+	ActCrashFromSnapshot
+	ActCorruptFromSnapshot
 	actionEnd
 )
 
@@ -62,6 +67,10 @@ var actionNames = [...]string{
 	ActHandleAppendEntriesResponseMax: "HandleAppendEntriesResponseMax",
 	ActFlushTo:                        "FlushTo",
 	ActStepDown:                       "StepDown",
+	ActSendSnapshot:                   "SendSnapshot",
+	ActInstallSnapshot:                "InstallSnapshot",
+	ActCrashFromSnapshot:              "CrashFromSnapshot",
+	ActCorruptFromSnapshot:            "CorruptFromSnapshot",
 }
 
 func (a Action) String() string {
@@ -146,9 +155,9 @@ func (l LabelOf[T, L]) String() string {
 	switch {
 	case l.Action == ActClientRequest:
 		return fmt.Sprintf("%v(%v, v%d)", l.Action, l.I, l.Value)
-	case l.Action == ActCrash || l.Action == ActCorrupt:
+	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
-	case l.Action == ActRequestVote || l.Action == ActAppendEntries:
+	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot:
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)
 	case l.Action.ReceivesMessage():
 		if l.Branch != BranchNone {

@@ -91,7 +91,7 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	}
 	out := func(n StateOf[T, L, V], got LabelOf[T, L]) {
 		switch {
-		case l.Action == ActCrash || l.Action == ActCorrupt:
+		case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 			if got.Cut != l.Cut {
 				return
 			}

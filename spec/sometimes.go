@@ -107,6 +107,16 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActBecomeLeader && int(pre.CorruptionsLeft) < m.Corruptions
 		}},
+	{Name: "SnapshotInstalled", Profile: onlyDurable, Doc: "a follower installs a snapshot (production)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool { return l.Action == ActInstallSnapshot }},
+	{Name: "SnapshotReplacesConflict", Profile: onlyDurable, Doc: "an installed snapshot replaces entries of another term (production)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActInstallSnapshot && !post.Log[l.I].HasPrefix(pre.Log[l.I])
+		}},
+	{Name: "RestartFromSnapshot", Profile: onlyDurable, Doc: "a restart brings the commit index back from a snapshot (production)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot
+		}},
 }
 
 // SometimesFor lists the reachability properties of the model's profile.

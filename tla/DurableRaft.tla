@@ -35,6 +35,7 @@ RequestVoteRequest    == "RequestVoteRequest"
 RequestVoteResponse   == "RequestVoteResponse"
 AppendEntriesRequest  == "AppendEntriesRequest"
 AppendEntriesResponse == "AppendEntriesResponse"
+InstallSnapshotRequest == "InstallSnapshotRequest"  \* production: a snapshot offered
 Clean     == "CLEAN"
 Truncated == "TRUNCATED"
 
@@ -151,15 +152,18 @@ Init ==
 -----------------------------------------------------------------------------
 (* Actions of raft.tla, with the durable profile's changes marked.         *)
 
-\* What Restart, Crash and Corrupt all do: the volatile state is lost.
-ResetVolatile(i) ==
+\* What Restart, Crash and Corrupt all do: the volatile state is lost; the
+\* commit index comes back as c (0, or a snapshot's index: production).
+ResetVolatileTo(i, c) ==
     /\ state'          = [state EXCEPT ![i] = Follower]
     /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
     /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
     /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
     /\ nextIndex'      = [nextIndex EXCEPT ![i] = [j \in Server |-> 1]]
     /\ matchIndex'     = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
-    /\ commitIndex'    = [commitIndex EXCEPT ![i] = 0]
+    /\ commitIndex'    = [commitIndex EXCEPT ![i] = c]
+
+ResetVolatile(i) == ResetVolatileTo(i, 0)
 
 \* Server i comes back from stable storage with its term, vote and log.
 \* Profile raft only: profile durable has Crash instead.
@@ -536,10 +540,10 @@ RestartLearnedCommit(i) ==
 \* currentTerm, votedFor, learnedCommit, verdict, truncatedAtTerm are hard
 \* state and survive (learnedCommit only in part with
 \* volatile-learned-commit, see RestartLearnedCommit).
-CrashTo(i, l, k) ==
+CrashToCommit(i, l, k, c) ==
     /\ IsDurable
     /\ crashesLeft > 0
-    /\ ResetVolatile(i)
+    /\ ResetVolatileTo(i, c)
     /\ log'         = [log EXCEPT ![i] = SubSeq(l, 1, k)]
     /\ durableLen'  = [durableLen EXCEPT ![i] = k]
     /\ staleLog'    = [staleLog EXCEPT ![i] = <<>>]
@@ -547,6 +551,8 @@ CrashTo(i, l, k) ==
     /\ RestartLearnedCommit(i)
     /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
                    verdict, truncatedAtTerm, committed, corruptionsLeft>>
+
+CrashTo(i, l, k) == CrashToCommit(i, l, k, 0)
 
 CrashKeeping(i, k) ==
     /\ k \in durableLen[i]..Len(log[i])
@@ -564,13 +570,12 @@ Crash(i) == \/ \E k \in durableLen[i]..Len(log[i]) : CrashKeeping(i, k)
 \* A restart whose recovery finds i's log damaged inside its durable prefix:
 \* the log is cut to k < durableLen[i] entries and the verdict becomes
 \* TRUNCATED.  Fewer than a quorum are ever TRUNCATED at once.
-CorruptKeeping(i, k) ==
+CorruptTo(i, k, c) ==
     /\ IsDurable
     /\ corruptionsLeft > 0
     /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
            <= Cardinality(Server)
-    /\ k \in 0..(durableLen[i] - 1)
-    /\ ResetVolatile(i)
+    /\ ResetVolatileTo(i, c)
     /\ log'             = [log EXCEPT ![i] = SubSeq(@, 1, k)]
     /\ durableLen'      = [durableLen EXCEPT ![i] = k]
     /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
@@ -580,6 +585,10 @@ CorruptKeeping(i, k) ==
     /\ RestartLearnedCommit(i)
     /\ UNCHANGED <<messages, currentTerm, votedFor, elections,
                    committed, crashesLeft>>
+
+CorruptKeeping(i, k) ==
+    /\ k \in 0..(durableLen[i] - 1)
+    /\ CorruptTo(i, k, 0)
 
 Corrupt(i) == \E k \in 0..(durableLen[i] - 1) : CorruptKeeping(i, k)
 
@@ -722,6 +731,75 @@ StepDown(i) ==
                    logVars, durableVars>>
 
 -----------------------------------------------------------------------------
+(* Snapshots (spec/snapshot.go), production actions too.  Compaction is no *)
+(* action: the log the spec keeps stays whole (a stutter step).            *)
+
+\* The snapshot leader i offers j: the prefix of its log up to k.
+SnapshotMessage(i, j, k) ==
+    [mtype         |-> InstallSnapshotRequest,
+     mterm         |-> currentTerm[i],
+     mentries      |-> SubSeq(log[i], 1, k),
+     mleaderCommit |-> commitIndex[i],
+     mlog          |-> log[i],
+     msource       |-> i,
+     mdest         |-> j]
+
+\* Leader i offers j a snapshot of a prefix its commit index covers.
+SendSnapshot(i, j, k) ==
+    /\ IsProduction
+    /\ i /= j
+    /\ state[i] = Leader
+    /\ k \in 1..commitIndex[i]
+    /\ Send(SnapshotMessage(i, j, k))
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars>>
+
+\* Follower i, whose log lacks the snapshot's last entry and whose commit
+\* index is below it, takes the prefix: committed and durable.  The offer
+\* stays in the bag (the leader's driver may hand it over again); only
+\* DropMessage ends it.
+InstallSnapshot(i, j, m) ==
+    LET k == Len(m.mentries)
+    IN /\ IsProduction
+       /\ m.mtype = InstallSnapshotRequest
+       /\ m.mterm = currentTerm[i]
+       /\ state[i] = Follower
+       /\ k > commitIndex[i]
+       /\ k >= 1
+       /\ ~(k <= Len(log[i]) /\ log[i][k].term = m.mentries[k].term)
+       /\ log'           = [log EXCEPT ![i] = m.mentries]
+       /\ durableLen'    = [durableLen EXCEPT ![i] = k]
+       /\ commitIndex'   = [commitIndex EXCEPT ![i] = k]
+       /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+       /\ staleLog'      = [staleLog EXCEPT ![i] = <<>>]
+       /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, verdict,
+                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft>>
+
+\* Crash (and Corrupt) with the commit index back as a snapshot's index c:
+\* 1 <= c <= Min({commitIndex[i], k}) for the k entries kept.
+CrashFromSnapshotKeeping(i, k) ==
+    /\ IsProduction
+    /\ k \in durableLen[i]..Len(log[i])
+    /\ \E c \in 1..Min({commitIndex[i], k}) : CrashToCommit(i, log[i], k, c)
+
+CrashStaleFromSnapshot(i) ==
+    /\ IsProduction
+    /\ staleLog[i] /= <<>>
+    /\ \E c \in 1..Min({commitIndex[i], Len(staleLog[i])}) :
+           CrashToCommit(i, staleLog[i], Len(staleLog[i]), c)
+
+CrashFromSnapshot(i) ==
+    \/ \E k \in durableLen[i]..Len(log[i]) : CrashFromSnapshotKeeping(i, k)
+    \/ CrashStaleFromSnapshot(i)
+
+\* A corruption the snapshot repairs may keep the whole durable prefix.
+CorruptFromSnapshotKeeping(i, k) ==
+    /\ IsProduction
+    /\ k \in 1..durableLen[i]
+    /\ \E c \in 1..Min({commitIndex[i], k}) : CorruptTo(i, k, c)
+
+CorruptFromSnapshot(i) == \E k \in 1..durableLen[i] : CorruptFromSnapshotKeeping(i, k)
+
+-----------------------------------------------------------------------------
 (* Receive: every handler of a message (raft.tla's, and production's).  *)
 
 \* production: an AppendEntries request of more than one entry is for
@@ -752,6 +830,9 @@ Receive(m) ==
        \/ /\ IsProduction
           /\ m.mtype = AppendEntriesResponse
           /\ HandleAppendEntriesResponseMax(i, j, m)
+       \/ /\ IsProduction
+          /\ m.mtype = InstallSnapshotRequest
+          /\ InstallSnapshot(i, j, m)
 
 -----------------------------------------------------------------------------
 (* The next-state relation *)
@@ -772,6 +853,9 @@ Next ==
        \/ \E i, j \in Server : AppendEntries(i, j)
        \/ \E i \in Server : FlushTo(i)
        \/ \E i \in Server : StepDown(i)
+       \/ \E i \in Server : CrashFromSnapshot(i)
+       \/ \E i \in Server : CorruptFromSnapshot(i)
+       \/ \E i, j \in Server : \E k \in 1..commitIndex[i] : SendSnapshot(i, j, k)
        \/ \E i, j \in Server : \E prev \in 0..Len(log[i]) :
               \E n \in 0..(Len(log[i]) - prev) : SendAppendEntries(i, j, prev, n)
        \/ \E m \in DOMAIN messages : Receive(m)
@@ -862,5 +946,12 @@ NoAckedLoss ==
         /\ \A s \in Server :
               state[s] = Leader /\ currentTerm[s] > c.cterm =>
                   HasEntry(log[s], c.index, c.term)
+
+\* production: a snapshot offered carries committed entries only.
+SnapshotCommitted ==
+    \A m \in DOMAIN messages :
+        m.mtype = InstallSnapshotRequest =>
+            \A k \in 1..Len(m.mentries) :
+                \E c \in committed : c.index = k /\ c.term = m.mentries[k].term
 
 =============================================================================
