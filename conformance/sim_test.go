@@ -80,6 +80,12 @@ func TestSimulatedRuntime(t *testing.T) {
 	if t.Failed() || lo != lo0 || hi != hi0 {
 		return
 	}
+	for what, n := range map[string]int{"snapshot made": total.SnapshotsMade, "compaction": total.Compactions, "snapshot installed": total.Installs,
+		"state machine restored": total.Restores, "snapshot transfer restarted": total.TransferRestarts, "snapshot file refused": total.SnapshotRefused} {
+		if n == 0 {
+			t.Errorf("no %s in seeds %d-%d", what, lo, hi)
+		}
+	}
 	for _, f := range total.Faults() {
 		if f.N == 0 {
 			t.Errorf("fault kind %s never struck in seeds %d-%d", f.Kind, lo, hi)
@@ -153,6 +159,7 @@ func TestSimSeedLog(t *testing.T) {
 	}
 	o := sim.Default(seed)
 	o.Log = func(s string) { fmt.Println(s) }
+	o.ReplicaLogs = os.Getenv("SIM_REPLICA_LOGS") != ""
 	runSeed(t, o)
 }
 

@@ -109,6 +109,13 @@ func (m *Machine[T, L, V]) Crash(s *StateOf[T, L, V], i ServerID, emit EmitOf[T,
 // mark-after-cut the mark is durable only at the next Persist(i), so a
 // crash before it boots the cut log CLEAN.
 func (m *Machine[T, L, V]) Corrupt(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
+	m.corrupt(s, i, false, emit)
+}
+
+// corrupt is Corrupt, where with keepDurable the cut k may also be the
+// image's whole durable length (CorruptFromSnapshot: a restore from a
+// snapshot may lose nothing that was durable).
+func (m *Machine[T, L, V]) corrupt(s *StateOf[T, L, V], i ServerID, keepDurable bool, emit EmitOf[T, L, V]) {
 	if s.CorruptionsLeft == 0 {
 		return
 	}
@@ -126,7 +133,11 @@ func (m *Machine[T, L, V]) Corrupt(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 		images = images[:1] // the current log (a stale one is not durable)
 	}
 	for _, d := range images {
-		for k := 0; k < d.durable; k++ {
+		kMax := d.durable - 1
+		if keepDurable {
+			kMax = d.durable
+		}
+		for k := 0; k <= kMax; k++ {
 			for learned := m.learnedCommitMin(s, i); learned <= s.LearnedCommit[i]; learned++ {
 				n := *s
 				m.resetVolatile(&n, i)

@@ -299,7 +299,7 @@ func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) 
 			return l, nil, fmt.Errorf("ClientRequest needs a value in 1..%d", len(c.m.values))
 		}
 		l.Value = uint8(*e.Value)
-	case ActCrash, ActCorrupt:
+	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot:
 		if e.Cut == nil {
 			return l, nil, fmt.Errorf("%s needs a cut point", e.Action)
 		}
@@ -312,12 +312,12 @@ func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) 
 				return l, nil, fmt.Errorf("FlushTo's cut %d out of range", *e.Cut)
 			}
 		}
-	case ActRequestVote, ActAppendEntries, ActSendAppendEntries:
+	case ActRequestVote, ActAppendEntries, ActSendAppendEntries, ActSendSnapshot:
 		if e.Peer == "" {
 			return l, nil, fmt.Errorf("%s needs a peer", e.Action)
 		}
 	}
-	if a == ActSendAppendEntries {
+	if a == ActSendAppendEntries || a == ActSendSnapshot {
 		// The message sent, without mlog, fixes the range.
 		if e.Msg == nil {
 			return l, nil, fmt.Errorf("%s needs the message it sends", e.Action)

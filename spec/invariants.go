@@ -5,9 +5,10 @@ import "fmt"
 // Invariant is a state predicate the explorer checks on every state it
 // generates. Check returns "" when the invariant holds, else what is wrong.
 type Invariant struct {
-	Name    string
-	Durable bool // only in profile durable
-	Check   func(m *Model, s *State) string
+	Name       string
+	Durable    bool // only in profile durable
+	Production bool // only with the production actions
+	Check      func(m *Model, s *State) string
 }
 
 // Invariants lists every invariant in the order they are checked.
@@ -19,6 +20,7 @@ var Invariants = []Invariant{
 	{Name: "StateMachineSafety", Check: StateMachineSafety},
 	{Name: "CommittedIsDurable", Durable: true, Check: CommittedIsDurable},
 	{Name: "NoAckedLoss", Durable: true, Check: NoAckedLoss},
+	{Name: "SnapshotCommitted", Durable: true, Production: true, Check: SnapshotCommitted},
 }
 
 // InvariantsFor returns the invariants of the model's profile, or only the
@@ -26,7 +28,7 @@ var Invariants = []Invariant{
 func (m *Model) InvariantsFor(name string) ([]Invariant, error) {
 	var out []Invariant
 	for _, inv := range Invariants {
-		if inv.Durable && !m.durable() {
+		if (inv.Durable && !m.durable()) || (inv.Production && !m.Production) {
 			continue
 		}
 		if name == "" || inv.Name == name {
@@ -279,6 +281,34 @@ func NoAckedLoss(m *Model, s *State) string {
 			if e.Eterm > c.CommitTerm && !hasEntry(e.Elog, c.Index, c.Term) {
 				return fmt.Sprintf("leader %v elected in term %d with %v lacks entry (index %d, term %d) committed in term %d",
 					e.Eleader, e.Eterm, e.Elog, c.Index, c.Term, c.CommitTerm)
+			}
+		}
+	}
+	return ""
+}
+
+// SnapshotCommitted: a snapshot offered carries committed entries only, so
+// that a follower that installs it holds nothing a later leader lacks:
+//
+//	SnapshotCommitted == \A m \in DOMAIN messages : m.mtype = InstallSnapshotRequest =>
+//	    \A k \in 1..Len(m.mentries) : \E c \in committed : c.index = k /\ c.term = m.mentries[k].term
+func SnapshotCommitted(m *Model, s *State) string {
+	for _, e := range s.Messages {
+		msg := &e.M
+		if msg.Mtype != InstallSnapshotRequest {
+			continue
+		}
+		for k := 1; k <= msg.Mentries.Len(); k++ {
+			t := msg.Mentries.Term(k)
+			found := false
+			for _, c := range s.Committed {
+				if int(c.Index) == k && c.Term == t {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return fmt.Sprintf("%v carries entry (index %d, term %d), which is not committed", *msg, k, t)
 			}
 		}
 	}

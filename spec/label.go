@@ -35,6 +35,11 @@ const (
 	ActFlushTo
 	ActStepDown
 	ActPersist
+	// Snapshots (snapshot.go), production actions too.
+	ActSendSnapshot
+	ActInstallSnapshot
+	ActCrashFromSnapshot
+	ActCorruptFromSnapshot
 	actionEnd
 )
 
@@ -64,6 +69,10 @@ var actionNames = [...]string{
 	ActFlushTo:                        "FlushTo",
 	ActStepDown:                       "StepDown",
 	ActPersist:                        "Persist",
+	ActSendSnapshot:                   "SendSnapshot",
+	ActInstallSnapshot:                "InstallSnapshot",
+	ActCrashFromSnapshot:              "CrashFromSnapshot",
+	ActCorruptFromSnapshot:            "CorruptFromSnapshot",
 }
 
 func (a Action) String() string {
@@ -150,9 +159,9 @@ func (l LabelOf[T, L]) String() string {
 	switch {
 	case l.Action == ActClientRequest:
 		return fmt.Sprintf("%v(%v, v%d)", l.Action, l.I, l.Value)
-	case l.Action == ActCrash || l.Action == ActCorrupt:
+	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
-	case l.Action == ActRequestVote || l.Action == ActAppendEntries:
+	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot:
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)
 	case l.Action.ReceivesMessage():
 		if l.Branch != BranchNone {

@@ -95,7 +95,7 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	}
 	out := func(n StateOf[T, L, V], got LabelOf[T, L]) {
 		switch {
-		case l.Action == ActCrash || l.Action == ActCorrupt:
+		case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 			if got.Cut != l.Cut {
 				return
 			}
@@ -194,7 +194,7 @@ func (m *Machine[T, L, V]) windowed(s *StateOf[T, L, V], emit EmitOf[T, L, V]) E
 	}
 	return func(n StateOf[T, L, V], l LabelOf[T, L]) {
 		switch l.Action {
-		case ActCrash, ActCorrupt, ActPersist:
+		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot:
 		default:
 			m.openWindow(s, &n, l.I)
 		}

@@ -53,19 +53,19 @@ import "fmt"
 // ProductionActions lists the names of the production actions.
 func ProductionActions() []string {
 	var out []string
-	for a := ActSendAppendEntries; a <= ActPersist; a++ {
+	for a := ActSendAppendEntries; a <= ActCorruptFromSnapshot; a++ {
 		out = append(out, a.String())
 	}
 	return out
 }
 
 // isProduction reports whether a is one of the production actions.
-func (a Action) isProduction() bool { return a >= ActSendAppendEntries && a <= ActPersist }
+func (a Action) isProduction() bool { return a >= ActSendAppendEntries && a <= ActCorruptFromSnapshot }
 
 // productionReceives reports whether the production action a consumes a
 // message of the bag.
 func (a Action) productionReceives() bool {
-	return a == ActHandleAppendEntriesBatch || a == ActHandleAppendEntriesResponseMax
+	return a == ActHandleAppendEntriesBatch || a == ActHandleAppendEntriesResponseMax || a == ActInstallSnapshot
 }
 
 // SendAppendEntries is AppendEntries generalised to any range of the
@@ -313,10 +313,13 @@ func (m *Machine[T, L, V]) nextProduction(s *StateOf[T, L, V], emit EmitOf[T, L,
 		m.FlushTo(s, i, emit)
 		m.StepDown(s, i, emit)
 		m.Persist(s, i, emit)
+		m.CrashFromSnapshot(s, i, emit)
+		m.CorruptFromSnapshot(s, i, emit)
 	}
 	for _, i := range m.servers {
 		for _, j := range m.servers {
 			m.SendAppendEntries(s, i, j, emit)
+			m.SendSnapshot(s, i, j, emit)
 		}
 	}
 }
@@ -326,12 +329,14 @@ func (m *Machine[T, L, V]) nextProduction(s *StateOf[T, L, V], emit EmitOf[T, L,
 // goes only to HandleAppendEntriesBatch, plus the production handlers.
 func (m *Machine[T, L, V]) receiveProduction(s *StateOf[T, L, V], msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	i, j := msg.Mdest, msg.Msource
-	if msg.Mtype == AppendEntriesRequest && msg.Mentries.Len() > 1 {
+	if (msg.Mtype == AppendEntriesRequest && msg.Mentries.Len() > 1) || msg.Mtype == InstallSnapshotRequest {
 		m.UpdateTerm(s, i, j, msg, emit)
 	} else {
 		m.Receive(s, msg, emit)
 	}
 	switch msg.Mtype {
+	case InstallSnapshotRequest:
+		m.InstallSnapshot(s, i, j, msg, emit)
 	case AppendEntriesRequest:
 		m.HandleAppendEntriesBatch(s, i, j, msg, emit)
 	case AppendEntriesResponse:
@@ -376,6 +381,28 @@ func (m *Machine[T, L, V]) stepProduction(s *StateOf[T, L, V], l LabelOf[T, L], 
 		m.StepDown(s, l.I, emit)
 	case ActPersist:
 		m.Persist(s, l.I, emit)
+	case ActSendSnapshot:
+		i, j, k := l.I, l.J, l.Msg.Mentries.Len()
+		if i == j || s.State[i] != Leader || l.Msg.Mtype != InstallSnapshotRequest || k < 1 || T(k) > s.CommitIndex[i] {
+			return
+		}
+		msg := m.snapshotMessage(s, i, j, k)
+		want := l.Msg
+		want.Mlog = msg.Mlog
+		if compareMessage(&msg, &want) != 0 {
+			return
+		}
+		n := *s
+		n.Send(msg)
+		emit(n, LabelOf[T, L]{Action: ActSendSnapshot, I: i, J: j, Msg: msg})
+	case ActInstallSnapshot:
+		if s.Count(l.Msg) > 0 {
+			m.InstallSnapshot(s, l.Msg.Mdest, l.Msg.Msource, l.Msg, emit)
+		}
+	case ActCrashFromSnapshot:
+		m.CrashFromSnapshot(s, l.I, emit)
+	case ActCorruptFromSnapshot:
+		m.CorruptFromSnapshot(s, l.I, emit)
 	default:
 		panic(fmt.Sprintf("stepProduction: %v is not a production action", l.Action))
 	}

@@ -120,6 +120,16 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActHandleAppendEntriesBatch && l.Branch == BranchDurablePrefix
 		}},
+	{Name: "SnapshotInstalled", Profile: onlyDurable, Production: true, Doc: "a follower installs a snapshot",
+		Step: func(m *Model, pre *State, l Label, post *State) bool { return l.Action == ActInstallSnapshot }},
+	{Name: "SnapshotReplacesConflict", Profile: onlyDurable, Production: true, Doc: "an installed snapshot replaces entries of another term",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActInstallSnapshot && !post.Log[l.I].HasPrefix(pre.Log[l.I])
+		}},
+	{Name: "RestartFromSnapshot", Profile: onlyDurable, Production: true, Doc: "a restart brings the commit index back from a snapshot",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot
+		}},
 }
 
 // SometimesFor lists the reachability properties of the model's profile.

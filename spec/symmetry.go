@@ -134,7 +134,17 @@ func (c *canonicalizer) serverKey(k []byte, s *State, i ServerID) []byte {
 		vote = 2
 	}
 	k = append(k, vote, byte(s.VotesResponded[i].Len()), byte(s.VotesGranted[i].Len()))
-	return append(k, s.DurableLen[i], s.LearnedCommit[i], byte(s.Verdict[i]), s.TruncatedAtTerm[i], byte(s.StaleLog[i].Len()))
+	k = append(k, s.DurableLen[i], s.LearnedCommit[i], byte(s.Verdict[i]), s.TruncatedAtTerm[i], byte(s.StaleLog[i].Len()))
+	p := s.Persisted[i]
+	pvote := byte(0)
+	switch p.VotedFor {
+	case Nil:
+	case i:
+		pvote = 1
+	default:
+		pvote = 2
+	}
+	return append(k, s.StaleDurable[i], p.CurrentTerm, pvote, p.TruncatedAtTerm, byte(len(s.Held[i])))
 }
 
 // sortServers orders the servers by key and reports whether the only
@@ -272,6 +282,21 @@ func renameMessage(msg *Message, r *renaming) {
 	msg.Mlog = renameLog(msg.Mlog, r.val)
 }
 
+// renameBag is a bag (held[i]) with its messages renamed by r, in bag
+// order; nil for an empty one (the spec's empty held bag).
+func renameBag(bag []BagEntry, r *renaming) []BagEntry {
+	if len(bag) == 0 {
+		return nil
+	}
+	out := make([]BagEntry, 0, len(bag))
+	for _, e := range bag {
+		renameMessage(&e.M, r)
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b BagEntry) int { return compareMessage(&a.M, &b.M) })
+	return out
+}
+
 // rename sets dst to s with the servers and values renamed by r. Every
 // field of State is either renamed here or names neither a server nor a
 // value (TestRenameCoversState keeps the list).
@@ -296,6 +321,10 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		dst.Verdict[j] = s.Verdict[i]
 		dst.TruncatedAtTerm[j] = s.TruncatedAtTerm[i]
 		dst.StaleLog[j] = renameLog(s.StaleLog[i], r.val)
+		dst.StaleDurable[j] = s.StaleDurable[i]
+		dst.Persisted[j] = s.Persisted[i]
+		dst.Persisted[j].VotedFor = r.srv[s.Persisted[i].VotedFor]
+		dst.Held[j] = renameBag(s.Held[i], r)
 	}
 	c.msgs = c.msgs[:0]
 	for _, e := range s.Messages {

@@ -42,6 +42,11 @@ func (m *Machine[T, L, V]) TraceMessage(msg MessageOf[T, L]) *trace.Message {
 		c := int(msg.MleaderCommit)
 		t.MleaderCommit = &c
 	}
+	if msg.Mtype == InstallSnapshotRequest {
+		// The snapshot's prefix travels as runs (trace-format.md).
+		c := int(msg.MleaderCommit)
+		t.MleaderCommit, t.Mprefix, t.Mentries = &c, trace.Runs(t.Mentries), nil
+	}
 	return t
 }
 
@@ -108,7 +113,7 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 	switch {
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries:
 		e.Peer = serverName(l.J)
-	case l.Action == ActSendAppendEntries:
+	case l.Action == ActSendAppendEntries || l.Action == ActSendSnapshot:
 		e.Peer = serverName(l.J)
 		e.Msg = m.TraceMessage(l.Msg)
 	case l.Action.ReceivesMessage():
@@ -118,7 +123,8 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 	case l.Action == ActClientRequest:
 		v := int(l.Value)
 		e.Value = &v
-	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActFlushTo:
+	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActFlushTo ||
+		l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 		c := int(l.Cut)
 		e.Cut = &c
 	}

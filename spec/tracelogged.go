@@ -64,7 +64,8 @@ func appendRuns(l RunLog, runs []trace.Run) (RunLog, error) {
 }
 
 var mtypes = map[string]MType{"RequestVoteRequest": RequestVoteRequest, "RequestVoteResponse": RequestVoteResponse,
-	"AppendEntriesRequest": AppendEntriesRequest, "AppendEntriesResponse": AppendEntriesResponse}
+	"AppendEntriesRequest": AppendEntriesRequest, "AppendEntriesResponse": AppendEntriesResponse,
+	"InstallSnapshotRequest": InstallSnapshotRequest}
 
 // message converts a logged message; Mlog stays empty.
 func (c *TraceChecker) message(t *trace.Message) (traceMessage, error) {
@@ -84,6 +85,13 @@ func (c *TraceChecker) message(t *trace.Message) (traceMessage, error) {
 	entries, err := appendEntries(RunLog{}, t.Mentries)
 	if err != nil {
 		return msg, err
+	}
+	if mtype == InstallSnapshotRequest {
+		// The snapshot's prefix travels as runs; the spec's message holds
+		// it in mentries.
+		if entries, err = appendRuns(RunLog{}, t.Mprefix); err != nil {
+			return msg, err
+		}
 	}
 	var f [8]uint64
 	leaderCommit := 0

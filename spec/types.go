@@ -55,6 +55,9 @@ const (
 	RequestVoteResponse
 	AppendEntriesRequest
 	AppendEntriesResponse
+	// InstallSnapshotRequest is the production actions' snapshot
+	// (snapshot.go): Mentries holds the prefix of the leader's log.
+	InstallSnapshotRequest
 )
 
 func (t MType) String() string {
@@ -67,6 +70,8 @@ func (t MType) String() string {
 		return "AppendEntriesRequest"
 	case AppendEntriesResponse:
 		return "AppendEntriesResponse"
+	case InstallSnapshotRequest:
+		return "InstallSnapshotRequest"
 	}
 	return fmt.Sprintf("MType(%d)", t)
 }
@@ -387,6 +392,9 @@ func (m MessageOf[T, L]) String() string {
 	case AppendEntriesResponse:
 		return fmt.Sprintf("AppendEntriesResponse{%v->%v term=%d success=%v matchIndex=%d}",
 			m.Msource, m.Mdest, m.Mterm, m.Msuccess, m.MmatchIndex)
+	case InstallSnapshotRequest:
+		return fmt.Sprintf("InstallSnapshotRequest{%v->%v term=%d prefix=%d entries leaderCommit=%d}",
+			m.Msource, m.Mdest, m.Mterm, m.Mentries.Len(), m.MleaderCommit)
 	}
 	return fmt.Sprintf("Message{%+v}", struct{ M MessageOf[T, L] }{m})
 }

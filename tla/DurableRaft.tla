@@ -35,6 +35,7 @@ RequestVoteRequest    == "RequestVoteRequest"
 RequestVoteResponse   == "RequestVoteResponse"
 AppendEntriesRequest  == "AppendEntriesRequest"
 AppendEntriesResponse == "AppendEntriesResponse"
+InstallSnapshotRequest == "InstallSnapshotRequest"  \* production: a snapshot offered
 Clean     == "CLEAN"
 Truncated == "TRUNCATED"
 
@@ -236,15 +237,18 @@ Init ==
 -----------------------------------------------------------------------------
 (* Actions of raft.tla, with the durable profile's changes marked.         *)
 
-\* What Restart, Crash and Corrupt all do: the volatile state is lost.
-ResetVolatile(i) ==
+\* What Restart, Crash and Corrupt all do: the volatile state is lost; the
+\* commit index comes back as c (0, or a snapshot's index: production).
+ResetVolatileTo(i, c) ==
     /\ state'          = [state EXCEPT ![i] = Follower]
     /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
     /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
     /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
     /\ nextIndex'      = [nextIndex EXCEPT ![i] = [j \in Server |-> 1]]
     /\ matchIndex'     = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
-    /\ commitIndex'    = [commitIndex EXCEPT ![i] = 0]
+    /\ commitIndex'    = [commitIndex EXCEPT ![i] = c]
+
+ResetVolatile(i) == ResetVolatileTo(i, 0)
 
 \* Server i comes back from stable storage with its term, vote and log.
 \* Profile raft only: profile durable has Crash instead.
@@ -664,9 +668,10 @@ DiskImages(i) ==
 RestartLearned(i) == IF IsProduction THEN 0..learnedCommit[i] ELSE {learnedCommit[i]}
 
 \* What every restart of i does: the volatile state is lost, the disk
-\* image d comes back with k entries and learnedCommit c.
-Restarted(i, d, k, c) ==
-    /\ ResetVolatile(i)
+\* image d comes back with k entries, learnedCommit c and commit index cc
+\* (0, or a snapshot's index: CrashFromSnapshot, CorruptFromSnapshot).
+RestartedTo(i, d, k, c, cc) ==
+    /\ ResetVolatileTo(i, cc)
     /\ log'           = [log EXCEPT ![i] = SubSeq(d.log, 1, k)]
     /\ durableLen'    = [durableLen EXCEPT ![i] = k]
     /\ learnedCommit' = [learnedCommit EXCEPT ![i] = c]
@@ -674,14 +679,16 @@ Restarted(i, d, k, c) ==
     /\ votedFor'      = [votedFor EXCEPT ![i] = d.hs.votedFor]
     /\ held'          = [held EXCEPT ![i] = EmptyBag]
 
+Restarted(i, d, k, c) == RestartedTo(i, d, k, c, 0)
+
 \* Crash of server i: its disk is one of DiskImages(i), of which the
 \* first k entries survive, k at least the durable length: unsynced
 \* writes may survive in full, in part or not at all, and what survives is
 \* durable after recovery.
-CrashTo(i, d, k, c) ==
+CrashToCommit(i, d, k, c, cc) ==
     /\ IsDurable
     /\ crashesLeft > 0
-    /\ Restarted(i, d, k, c)
+    /\ RestartedTo(i, d, k, c, cc)
     /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = d.hs.truncatedAtTerm]
     /\ verdict'         = [verdict EXCEPT ![i] =
                                IF d.hs.truncatedAtTerm = 0 THEN Clean ELSE Truncated]
@@ -690,6 +697,8 @@ CrashTo(i, d, k, c) ==
     /\ staleDurable'    = [staleDurable EXCEPT ![i] = 0]
     /\ crashesLeft'     = crashesLeft - 1
     /\ UNCHANGED <<messages, elections, committed, corruptionsLeft>>
+
+CrashTo(i, d, k, c) == CrashToCommit(i, d, k, c, 0)
 
 Crash(i) ==
     \E d \in DiskImages(i) : \E k \in d.durable..Len(d.log) :
@@ -706,15 +715,17 @@ CorruptImages(i) ==
 \* production: the mark is durable with the cut (wal.Open writes it
 \* first); with mark-after-cut only at i's next Persist, the cut log being
 \* the window's base.
-CorruptTo(i, d, k, c) ==
+\* cc is the commit index it comes back with: 0, or (CorruptFromSnapshot) a
+\* snapshot's index, where the cut may also keep the whole durable prefix.
+CorruptToCommit(i, d, k, c, cc) ==
     LET mark     == d.hs.currentTerm
         markLate == IsProduction /\ Has("mark-after-cut") /\ d.hs.truncatedAtTerm /= mark
     IN /\ IsDurable
        /\ corruptionsLeft > 0
        /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
               <= Cardinality(Server)
-       /\ k \in 0..(d.durable - 1)
-       /\ Restarted(i, d, k, c)
+       /\ k \in (IF cc = 0 THEN 0..(d.durable - 1) ELSE 1..d.durable)
+       /\ RestartedTo(i, d, k, c, cc)
        /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
        /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = mark]
        /\ persisted'       = CASE ~IsProduction          -> persisted
@@ -726,6 +737,8 @@ CorruptTo(i, d, k, c) ==
        /\ staleDurable'    = [staleDurable EXCEPT ![i] = IF markLate THEN k ELSE 0]
        /\ corruptionsLeft' = corruptionsLeft - 1
        /\ UNCHANGED <<messages, elections, committed, crashesLeft>>
+
+CorruptTo(i, d, k, c) == CorruptToCommit(i, d, k, c, 0)
 
 Corrupt(i) ==
     \E d \in CorruptImages(i) : \E k \in 0..(d.durable - 1) :
@@ -898,6 +911,69 @@ StepDown(i) ==
                    logVars, durableVars, windowVars>>
 
 -----------------------------------------------------------------------------
+(* Snapshots (spec/snapshot.go), production actions too.  Compaction is no *)
+(* action: the log the spec keeps stays whole (a stutter step).            *)
+
+\* The snapshot leader i offers j: the prefix of its log up to k.
+SnapshotMessage(i, j, k) ==
+    [mtype         |-> InstallSnapshotRequest,
+     mterm         |-> currentTerm[i],
+     mentries      |-> SubSeq(log[i], 1, k),
+     mleaderCommit |-> commitIndex[i],
+     mlog          |-> log[i],
+     msource       |-> i,
+     mdest         |-> j]
+
+\* Leader i offers j a snapshot of a prefix its commit index covers.
+SendSnapshot(i, j, k) ==
+    /\ IsProduction
+    /\ i /= j
+    /\ state[i] = Leader
+    /\ k \in 1..commitIndex[i]
+    /\ Send(SnapshotMessage(i, j, k))
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
+
+\* Follower i, whose log lacks the snapshot's last entry and whose commit
+\* index is below it, takes the prefix: committed and durable.  The offer
+\* stays in the bag (the leader's driver may hand it over again); only
+\* DropMessage ends it.
+InstallSnapshot(i, j, m) ==
+    LET k == Len(m.mentries)
+    IN /\ IsProduction
+       /\ m.mtype = InstallSnapshotRequest
+       /\ m.mterm = currentTerm[i]
+       /\ state[i] = Follower
+       /\ k > commitIndex[i]
+       /\ k >= 1
+       /\ ~(k <= Len(log[i]) /\ log[i][k].term = m.mentries[k].term)
+       /\ log'           = [log EXCEPT ![i] = m.mentries]
+       /\ durableLen'    = [durableLen EXCEPT ![i] = k]
+       /\ commitIndex'   = [commitIndex EXCEPT ![i] = k]
+       /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+       \* The snapshot is durable: no window opens; an open one keeps the
+       \* installed log as its base.
+       /\ staleLog'      = [staleLog EXCEPT ![i] = IF BasePresent(i) THEN m.mentries ELSE <<>>]
+       /\ staleDurable'  = [staleDurable EXCEPT ![i] = IF BasePresent(i) THEN k ELSE 0]
+       /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, verdict,
+                      truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
+                      persisted, held>>
+
+\* Crash (and Corrupt) with the commit index back as a snapshot's index cc:
+\* 1 <= cc <= Min({commitIndex[i], k}) for the k entries kept.
+CrashFromSnapshot(i) ==
+    /\ IsProduction
+    /\ \E d \in DiskImages(i) : \E k \in d.durable..Len(d.log) :
+          \E c \in RestartLearned(i) : \E cc \in 1..Min({commitIndex[i], k}) :
+              CrashToCommit(i, d, k, c, cc)
+
+\* A corruption the snapshot repairs may keep the whole durable prefix.
+CorruptFromSnapshot(i) ==
+    /\ IsProduction
+    /\ \E d \in CorruptImages(i) : \E k \in 1..d.durable :
+          \E c \in RestartLearned(i) : \E cc \in 1..Min({commitIndex[i], k}) :
+              CorruptToCommit(i, d, k, c, cc)
+
+-----------------------------------------------------------------------------
 (* Receive: every handler of a message (raft.tla's, and production's).  *)
 
 \* production: an AppendEntries request of more than one entry is for
@@ -928,6 +1004,9 @@ Receive(m) ==
        \/ /\ IsProduction
           /\ m.mtype = AppendEntriesResponse
           /\ HandleAppendEntriesResponseMax(i, j, m)
+       \/ /\ IsProduction
+          /\ m.mtype = InstallSnapshotRequest
+          /\ InstallSnapshot(i, j, m)
 
 -----------------------------------------------------------------------------
 (* The next-state relation *)
@@ -949,6 +1028,9 @@ Next ==
        \/ \E i \in Server : FlushTo(i)
        \/ \E i \in Server : StepDown(i)
        \/ \E i \in Server : Persist(i)
+       \/ \E i \in Server : CrashFromSnapshot(i)
+       \/ \E i \in Server : CorruptFromSnapshot(i)
+       \/ \E i, j \in Server : \E k \in 1..commitIndex[i] : SendSnapshot(i, j, k)
        \/ \E i, j \in Server : \E prev \in 0..Len(log[i]) :
               \E n \in 0..(Len(log[i]) - prev) : SendAppendEntries(i, j, prev, n)
        \/ \E m \in DOMAIN messages : Receive(m)
@@ -1040,5 +1122,12 @@ NoAckedLoss ==
         /\ \A s \in Server :
               state[s] = Leader /\ currentTerm[s] > c.cterm =>
                   HasEntry(log[s], c.index, c.term)
+
+\* production: a snapshot offered carries committed entries only.
+SnapshotCommitted ==
+    \A m \in DOMAIN messages :
+        m.mtype = InstallSnapshotRequest =>
+            \A k \in 1..Len(m.mentries) :
+                \E c \in committed : c.index = k /\ c.term = m.mentries[k].term
 
 =============================================================================

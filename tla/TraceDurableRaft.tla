@@ -34,8 +34,9 @@
 (*  | action                       | the operator of the same name        |*)
 (*  | node                         | i (m.mdest for message actions)      |*)
 (*  | peer                         | j of RequestVote, AppendEntries,     |*)
-(*  |                              |   SendAppendEntries                  |*)
+(*  |                              |   SendAppendEntries, SendSnapshot    |*)
 (*  | msg (all fields but mlog)    | m \in DOMAIN messages, mlog ignored  |*)
+(*  | msg.mprefix (runs)           | m.mentries of InstallSnapshotRequest |*)
 (*  |                              |   (SendAppendEntries: the message    |*)
 (*  |                              |   sent, which fixes prev and n)      |*)
 (*  | branch                       | the HandleAppendEntriesRequest or    |*)
@@ -46,7 +47,9 @@
 (*  |                              |   absent                             |*)
 (*  | value                        | v of ClientRequest(i, v)             |*)
 (*  | cut                          | k of CrashTo / CorruptTo (the image  |*)
-(*  |                              |   and learnedCommit: any that fit)   |*)
+(*  |                              |   and learnedCommit: any that fit),  |*)
+(*  |                              |   of CrashToCommit / CorruptToCommit |*)
+(*  |                              |   for the FromSnapshot forms         |*)
 (*  |                              |   (FlushToKeeping: any k if absent)  |*)
 (*  | state.currentTerm            | currentTerm'[i]                      |*)
 (*  | state.state                  | state'[i]                            |*)
@@ -139,9 +142,17 @@ LoggedLogOf(i, s) ==
     THEN SubSeq(loggedLog[i], 1, s.logKeep) \o RunEntries(Field(s, "logAppend", <<>>))
     ELSE Field(s, "log", <<>>)
 
+\* A logged message as the spec's record: an InstallSnapshotRequest logs
+\* its prefix as runs (mprefix), the spec holds it in mentries.
+SpecMessage(t) ==
+    IF t.mtype = InstallSnapshotRequest
+    THEN [mtype |-> t.mtype, mterm |-> t.mterm, mentries |-> RunEntries(t.mprefix),
+          mleaderCommit |-> t.mleaderCommit, msource |-> t.msource, mdest |-> t.mdest]
+    ELSE t
+
 \* Message m of the bag is the one the line logs: equal but for mlog.
 IsLoggedMessage(m) ==
-    [f \in DOMAIN m \ {"mlog"} |-> m[f]] = Event.msg
+    [f \in DOMAIN m \ {"mlog"} |-> m[f]] = SpecMessage(Event.msg)
 
 \* The post-state of node i agrees with every field the line logs.
 LoggedStateMatches(i) ==
@@ -166,7 +177,7 @@ MessageActions ==
     {"UpdateTerm", "HandleRequestVoteRequest", "HandleRequestVoteResponse",
      "HandleAppendEntriesRequest", "HandleAppendEntriesResponse",
      "DropStaleResponse", "DuplicateMessage", "DropMessage",
-     "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax"}
+     "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax", "InstallSnapshot"}
 
 \* The handler the line names, applied to bag message m.
 MessageStep(a, m) ==
@@ -198,6 +209,7 @@ MessageStep(a, m) ==
          [] a = "DropStaleResponse" ->
                 /\ m.mtype \in {RequestVoteResponse, AppendEntriesResponse}
                 /\ DropStaleResponse(i, j, m)
+         [] a = "InstallSnapshot" -> InstallSnapshot(i, j, m)
          [] a = "DuplicateMessage" -> DuplicateMessage(m)
          [] a = "DropMessage" -> DropMessage(m)
 
@@ -218,6 +230,22 @@ LoggedStep(i) ==
          [] a = "Corrupt"            -> \E d \in CorruptImages(i), c \in RestartLearned(i) :
                                             CorruptTo(i, d, Event.cut, c)
          [] a = "Persist"            -> Persist(i)
+         [] a = "CrashFromSnapshot"  -> \E d \in DiskImages(i), c \in RestartLearned(i) :
+                                            /\ IsProduction
+                                            /\ Event.cut \in d.durable..Len(d.log)
+                                            /\ \E cc \in 1..Min({commitIndex[i], Event.cut}) :
+                                                   CrashToCommit(i, d, Event.cut, c, cc)
+         [] a = "CorruptFromSnapshot" -> \E d \in CorruptImages(i), c \in RestartLearned(i) :
+                                            /\ IsProduction
+                                            /\ \E cc \in 1..Min({commitIndex[i], Event.cut}) :
+                                                   CorruptToCommit(i, d, Event.cut, c, cc)
+         [] a = "SendSnapshot"       ->
+                LET sent == SpecMessage(Event.msg)
+                    k    == Len(sent.mentries)
+                IN /\ Event.peer \in Server
+                   /\ SendSnapshot(i, Event.peer, k)
+                   /\ LET m == SnapshotMessage(i, Event.peer, k)
+                      IN [f \in DOMAIN m \ {"mlog"} |-> m[f]] = sent
          [] a = "SendAppendEntries"  ->
                 LET prev == Event.msg.mprevLogIndex
                     n    == Len(Event.msg.mentries)

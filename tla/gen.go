@@ -276,6 +276,27 @@ func Generate() ([]TraceFile, error) {
 		}
 	}
 
+	// Witnesses of the snapshot properties, which only the production
+	// actions reach.
+	prod := durableSmall("")
+	prod.Production = true
+	pm, err := spec.NewModel(prod)
+	if err != nil {
+		return nil, err
+	}
+	pres, err := spec.Explore(pm, spec.Options{Workers: 1})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range pres.Reached {
+		if w := r.Witness(); r.Found && len(w) >= 2 && strings.Contains(r.Name, "Snapshot") {
+			name := fmt.Sprintf("witness-production-%s.ndjson", r.Name)
+			if err := add(name, pm, w, "reaches "+r.Name+" ("+prod.String()+")"); err != nil {
+				return nil, err
+			}
+		}
+	}
+
 	// Counterexamples of the bug switches.
 	cexes := map[string][]spec.Step{}
 	for _, c := range []struct{ bug, inv string }{

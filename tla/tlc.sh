@@ -139,7 +139,7 @@ test)
 	first() { ls "$here"/traces/"$1"*.ndjson | head -1; }
 	traces accept "$here"/traces/cex-self-counts-appended-CommittedIsDurable.ndjson \
 		"$(first walk-durable-)" "$(first walk-production-)" "$(first walk-raft-)" "$(first named-)" \
-		"$(first impl/scenario-)" "$(first v1/walk-production-)"
+		"$(first impl/scenario-)" "$(first impl/sim-snapshots-)" "$(first v1/walk-production-)"
 	traces reject "$here"/traces/mutated/*.ndjson "$(first v1/mutated/wrong-term)"
 	summary
 	;;

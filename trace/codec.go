@@ -403,6 +403,14 @@ func (c *context) message(m *Message) error {
 			return err
 		}
 	}
+	if m.Mtype == "InstallSnapshotRequest" {
+		if len(m.Mprefix) == 0 {
+			return errors.New("InstallSnapshotRequest with an empty mprefix")
+		}
+		if _, err := c.runs(m.Mprefix); err != nil {
+			return fmt.Errorf("mprefix: %w", err)
+		}
+	}
 	return c.entries("mentries", m.Mentries)
 }
 

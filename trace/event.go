@@ -32,6 +32,10 @@ var Actions = []string{
 	// has "production": true.
 	"SendAppendEntries", "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax",
 	"FlushTo", "StepDown", "Persist",
+	// Snapshots (spec/snapshot.go): a leader sends the committed prefix of
+	// its log, a follower installs it, a restart brings the commit index
+	// back as the snapshot's.
+	"SendSnapshot", "InstallSnapshot", "CrashFromSnapshot", "CorruptFromSnapshot",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -163,6 +167,9 @@ func (n NodeState) MarshalJSON() ([]byte, error) {
 // Message is a raft.tla message without its history field mlog. Which
 // fields are present depends on Mtype, exactly as in raft.tla's records;
 // MleaderCommit is present on AppendEntriesRequest in profile durable only.
+// InstallSnapshotRequest (the production actions' snapshot) carries Mterm,
+// Mprefix (the runs of the leader's log up to the snapshot's last entry)
+// and MleaderCommit.
 type Message struct {
 	Mtype         string
 	Mterm         int
@@ -176,6 +183,7 @@ type Message struct {
 	MvoteGranted  bool
 	Msuccess      bool
 	MmatchIndex   int
+	Mprefix       []Run
 	Msource       string
 	Mdest         string
 }
@@ -194,6 +202,7 @@ type wireMessage struct {
 	MvoteGranted  *bool    `json:"mvoteGranted,omitempty"`
 	Msuccess      *bool    `json:"msuccess,omitempty"`
 	MmatchIndex   *int     `json:"mmatchIndex,omitempty"`
+	Mprefix       *[]Run   `json:"mprefix,omitempty"`
 	Msource       string   `json:"msource"`
 	Mdest         string   `json:"mdest"`
 }
@@ -218,6 +227,15 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		w.MleaderCommit = m.MleaderCommit
 	case "AppendEntriesResponse":
 		w.Msuccess, w.MmatchIndex = ptr(m.Msuccess), ptr(m.MmatchIndex)
+	case "InstallSnapshotRequest":
+		prefix := m.Mprefix
+		if prefix == nil {
+			prefix = []Run{}
+		}
+		w.Mprefix, w.MleaderCommit = &prefix, m.MleaderCommit
+		if w.MleaderCommit == nil {
+			return nil, fmt.Errorf("trace: InstallSnapshotRequest without mleaderCommit")
+		}
 	default:
 		return nil, fmt.Errorf("trace: unknown mtype %q", m.Mtype)
 	}
@@ -255,6 +273,10 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		want = all[2:6]
 	case "AppendEntriesResponse":
 		want = all[7:9]
+	case "InstallSnapshotRequest":
+		if w.Mprefix == nil || w.MleaderCommit == nil {
+			return fmt.Errorf("trace: InstallSnapshotRequest without mprefix or mleaderCommit")
+		}
 	default:
 		return fmt.Errorf("trace: unknown mtype %q", w.Mtype)
 	}
@@ -271,8 +293,14 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("trace: %s without %s", w.Mtype, want[k].name)
 		}
 	}
-	if w.MleaderCommit != nil && w.Mtype != "AppendEntriesRequest" {
+	if w.MleaderCommit != nil && w.Mtype != "AppendEntriesRequest" && w.Mtype != "InstallSnapshotRequest" {
 		return fmt.Errorf("trace: %s carries mleaderCommit", w.Mtype)
+	}
+	if w.Mprefix != nil && w.Mtype != "InstallSnapshotRequest" {
+		return fmt.Errorf("trace: %s carries mprefix", w.Mtype)
+	}
+	if w.Mprefix != nil {
+		m.Mprefix = *w.Mprefix
 	}
 	deref := func(p *int) int {
 		if p == nil {

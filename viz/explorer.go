@@ -370,7 +370,7 @@ func TracePath(m *spec.Model, events []trace.Event) ([]int, error) {
 				return
 			}
 			switch {
-			case got.Action.ReceivesMessage() || got.Action == spec.ActSendAppendEntries:
+			case got.Action.ReceivesMessage() || got.Action == spec.ActSendAppendEntries || got.Action == spec.ActSendSnapshot:
 				want := l.Msg
 				want.Mlog = got.Msg.Mlog
 				if want != got.Msg || got.Branch != l.Branch {

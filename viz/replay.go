@@ -194,7 +194,7 @@ func (r *replayer) label(e *trace.Event) (spec.Label, *spec.Message, error) {
 	if err != nil {
 		return l, nil, err
 	}
-	if a == spec.ActSendAppendEntries {
+	if a == spec.ActSendAppendEntries || a == spec.ActSendSnapshot {
 		l.Msg = msg
 		return l, nil, nil
 	}
@@ -223,7 +223,8 @@ func (r *replayer) server(name string) (spec.ServerID, error) {
 func (r *replayer) message(t *trace.Message) (spec.Message, error) {
 	var m spec.Message
 	types := map[string]spec.MType{"RequestVoteRequest": spec.RequestVoteRequest, "RequestVoteResponse": spec.RequestVoteResponse,
-		"AppendEntriesRequest": spec.AppendEntriesRequest, "AppendEntriesResponse": spec.AppendEntriesResponse}
+		"AppendEntriesRequest": spec.AppendEntriesRequest, "AppendEntriesResponse": spec.AppendEntriesResponse,
+		"InstallSnapshotRequest": spec.InstallSnapshotRequest}
 	m.Mtype = types[t.Mtype]
 	var err error
 	for _, f := range []struct {
@@ -242,7 +243,8 @@ func (r *replayer) message(t *trace.Message) (spec.Message, error) {
 		}
 	}
 	var entries []spec.Entry
-	for _, e := range t.Mentries {
+	// A snapshot's prefix travels as runs; the spec holds it in mentries.
+	for _, e := range trace.AppendRuns(append([]trace.Entry(nil), t.Mentries...), t.Mprefix) {
 		term, err1 := small(e.Term)
 		value, err2 := small(e.Value)
 		if err1 != nil || err2 != nil {

@@ -30,6 +30,11 @@ const usage = `raftctl: talk to a raftd cluster.
   status                 each endpoint's /v1/status
   members                the members, as the first endpoint sees them
   transfer ID            hand the leadership to node ID
+  backup FILE            a consistent snapshot of the cluster's store into FILE
+                         (admin; verified before it is kept)
+  restore --id N --data DIR --peers P BACKUP
+                         one member's data directory of a new cluster holding
+                         the backup (run it for each member, then start raftd)
   bench [flags]          a load generator (raftctl bench -h)
   wal inspect DIR        decode and verify a stopped node's data directory
   demo [flags]           start a local 3-node cluster of raftd processes, run a
@@ -87,6 +92,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return e.httpGet("/v1/members")
 	case "transfer":
 		return e.transfer(rest)
+	case "backup":
+		return e.backup(rest)
+	case "restore":
+		return e.restore(rest)
 	case "bench":
 		return e.bench(rest)
 	case "demo":

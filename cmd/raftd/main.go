@@ -27,27 +27,31 @@ func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("raftd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		id            = fs.Uint64("id", 0, "this node's id (required; one of --peers)")
-		data          = fs.String("data", "", "data directory (required)")
-		listenClient  = fs.String("listen-client", "127.0.0.1:7001", "client address: HTTP and the pipelined protocol")
-		listenPeer    = fs.String("listen-peer", "127.0.0.1:7101", "peer address")
-		advertise     = fs.String("advertise-client", "", "client address told to peers (default: the listener's)")
-		peers         = fs.String("peers", "", "the initial cluster, id=host:port of each peer address, read at the first boot only")
-		token         = fs.String("cluster-token", "durableraft", "enters the cluster id at the first boot")
-		walSyncMs     = fs.Int("wal-sync-ms", 0, "bound on the WAL's group-commit delay in ms (never a durability gap)")
-		traceDir      = fs.String("trace", "", "write the core's trace (ndjson) into this directory")
-		tickMs        = fs.Int("tick-ms", 20, "protocol tick in ms (election timeout 10-20 ticks)")
-		reqTimeout    = fs.Duration("request-timeout", 5*time.Second, "a client request's time limit")
-		logFormat     = fs.String("log-format", "text", "text or json")
-		logLevel      = fs.String("log-level", "info", "debug, info, warn or error")
-		lossy         = fs.Bool("testing-lossy-fs", false, "TESTS ONLY: keep unsynced writes in memory (kill -9 loses them)")
-		syncMs        = fs.Int("testing-sync-ms", 0, "TESTS ONLY, with --testing-lossy-fs: every fdatasync takes this long (a slow device)")
-		checkEvery    = fs.Uint64("state-check-every", 1000, "compare the KV state hash across members at every multiple of this index")
-		divergeAt     = fs.Uint64("testing-diverge-at", 0, "TESTS ONLY: from this index on, this node's recorded state hashes differ (a planted divergent member)")
-		failSync      = fs.String("testing-fail-sync-file", "", "TESTS ONLY, with --testing-lossy-fs: while this file exists every fdatasync fails with EIO (a failing disk)")
-		bugs          = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
-		snapshotEvery = fs.Int("snapshot-entries", 0, "snapshot thresholds: not implemented yet (issue 11); must be 0")
-		pprofAddr     = fs.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this loopback address")
+		id           = fs.Uint64("id", 0, "this node's id (required; one of --peers)")
+		data         = fs.String("data", "", "data directory (required)")
+		listenClient = fs.String("listen-client", "127.0.0.1:7001", "client address: HTTP and the pipelined protocol")
+		listenPeer   = fs.String("listen-peer", "127.0.0.1:7101", "peer address")
+		advertise    = fs.String("advertise-client", "", "client address told to peers (default: the listener's)")
+		peers        = fs.String("peers", "", "the initial cluster, id=host:port of each peer address, read at the first boot only")
+		token        = fs.String("cluster-token", "durableraft", "enters the cluster id at the first boot")
+		walSyncMs    = fs.Int("wal-sync-ms", 0, "bound on the WAL's group-commit delay in ms (never a durability gap)")
+		walSegment   = fs.Int64("wal-segment-bytes", 64<<20, "WAL segment file size; compaction frees whole segments (at least 4 MiB, a multiple of 4096)")
+		traceDir     = fs.String("trace", "", "write the core's trace (ndjson) into this directory")
+		tickMs       = fs.Int("tick-ms", 20, "protocol tick in ms (election timeout 10-20 ticks)")
+		reqTimeout   = fs.Duration("request-timeout", 5*time.Second, "a client request's time limit")
+		logFormat    = fs.String("log-format", "text", "text or json")
+		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
+		lossy        = fs.Bool("testing-lossy-fs", false, "TESTS ONLY: keep unsynced writes in memory (kill -9 loses them)")
+		syncMs       = fs.Int("testing-sync-ms", 0, "TESTS ONLY, with --testing-lossy-fs: every fdatasync takes this long (a slow device)")
+		checkEvery   = fs.Uint64("state-check-every", 1000, "compare the KV state hash across members at every multiple of this index")
+		divergeAt    = fs.Uint64("testing-diverge-at", 0, "TESTS ONLY: from this index on, this node's recorded state hashes differ (a planted divergent member)")
+		failSync     = fs.String("testing-fail-sync-file", "", "TESTS ONLY, with --testing-lossy-fs: while this file exists every fdatasync fails with EIO (a failing disk)")
+		bugs         = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
+		snapEntries  = fs.Uint64("snapshot-entries", 10000, "snapshot the KV store and compact the log once this many entries were applied since the last snapshot (0: no entry threshold)")
+		snapBytes    = fs.Uint64("snapshot-bytes", 64<<20, "... or once this many bytes of entry data were (0: no byte threshold; both 0: never compact)")
+		snapKeep     = fs.Uint64("snapshot-keep-entries", 0, "entries kept in the log below a snapshot, for followers a little behind (0: a quarter of --snapshot-entries)")
+		snapChunk    = fs.Int("snapshot-chunk-bytes", 64<<10, "a snapshot transfer's chunk and the snapshot file's block, 4 KiB..512 KiB")
+		pprofAddr    = fs.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this loopback address")
 	)
 	sec := addSecurityFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -67,14 +71,19 @@ func run(args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if *snapshotEvery != 0 {
-		fmt.Fprintln(stderr, "raftd: --snapshot-entries: snapshots are not implemented yet (issue 11)")
+	if *walSegment < server.WALSegmentBytesMin || *walSegment%4096 != 0 {
+		fmt.Fprintf(stderr, "raftd: --wal-segment-bytes must be at least %d and a multiple of 4096\n", server.WALSegmentBytesMin)
+		return 2
+	}
+	if *snapChunk < 4<<10 || *snapChunk > 512<<10 {
+		fmt.Fprintln(stderr, "raftd: --snapshot-chunk-bytes must be 4096..524288")
 		return 2
 	}
 	cfg := server.Config{ID: raft.NodeID(*id), DataDir: *data, ClientAddr: *listenClient, PeerAddr: *listenPeer,
-		AdvertiseClient: *advertise, ClusterToken: *token, WALSyncDelay: time.Duration(*walSyncMs) * time.Millisecond,
+		AdvertiseClient: *advertise, ClusterToken: *token, WALSyncDelay: time.Duration(*walSyncMs) * time.Millisecond, WALSegmentBytes: *walSegment,
 		TraceDir: *traceDir, TickInterval: time.Duration(*tickMs) * time.Millisecond, RequestTimeout: *reqTimeout, Logger: logger,
-		StateCheckEvery: *checkEvery, TestingDivergeAt: *divergeAt}
+		StateCheckEvery: *checkEvery, TestingDivergeAt: *divergeAt,
+		Snapshot: server.SnapshotConfig{Entries: *snapEntries, Bytes: *snapBytes, KeepEntries: *snapKeep, ChunkBytes: *snapChunk}}
 	if *peers != "" {
 		if cfg.InitialPeers, err = server.ParsePeers(*peers); err != nil {
 			fmt.Fprintln(stderr, "raftd:", err)

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// raftdBin is the raftd binary built once for the package's tests.
-var raftdBin string
+// raftdBin and raftctlBin are the binaries built once for the package's
+// tests.
+var raftdBin, raftctlBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "raftd-proc-bin-")
@@ -18,12 +19,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	raftdBin = filepath.Join(dir, "raftd")
+	raftdBin, raftctlBin = filepath.Join(dir, "raftd"), filepath.Join(dir, "raftctl")
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(gobin, "build", "-o", raftdBin, "github.com/durableraft/durableraft/cmd/raftd")
+	cmd := exec.Command(gobin, "build", "-o", dir, "github.com/durableraft/durableraft/cmd/raftd", "github.com/durableraft/durableraft/cmd/raftctl")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building raftd:", err)
+		fmt.Fprintln(os.Stderr, "building raftd and raftctl:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -323,8 +323,8 @@ func (r *tlsRun) req(s *tlsauth.Store, method string, node int, path, body strin
 	return resp.StatusCode, e.Code, nil
 }
 
-// clientRefusals: no certificate, a writer's transfer at the leader and
-// through a follower (refused there, never forwarded), a member's
+// clientRefusals: no certificate, a writer's transfer and backup at the
+// leader and through a follower (refused there, never forwarded), a member's
 // certificate as a client's.
 func (r *tlsRun) clientRefusals() error {
 	lead, err := r.c.Leader(context.Background(), 20*time.Second)
@@ -352,6 +352,8 @@ func (r *tlsRun) clientRefusals() error {
 		{"no certificate", nil, "GET", lead, "/v1/kv/w0-0", "", 401, "unauthenticated", "a client certificate is required"},
 		{"a writer transfers", writer, "POST", lead, "/v1/transfer", transfer, 403, "forbidden", "has the role write; this needs admin"},
 		{"a writer transfers through a follower", writer, "POST", fol, "/v1/transfer", transfer, 403, "forbidden", "has the role write; this needs admin"},
+		{"a writer asks for a backup", writer, "GET", lead, "/v1/backup", "", 403, "forbidden", `request="GET /v1/backup"`},
+		{"a writer asks for a backup through a follower", writer, "GET", fol, "/v1/backup", "", 403, "forbidden", `request="GET /v1/backup"`},
 		{"a member's certificate as a client's", r.store(tlsauth.NodeFiles(r.dir, uint64(fol))), "GET", lead, "/v1/kv/w0-0", "", 403, "forbidden",
 			"a member's certificate is not a client certificate"},
 	} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/durableraft/durableraft/impl/kv/kvtest"
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
 	"github.com/durableraft/durableraft/impl/wal"
@@ -42,6 +43,13 @@ type checker struct {
 	finalAcked   bool
 	finalIndex   uint64
 	ackMax       uint64
+	// states is the state machine's hash at each index, as the first node
+	// to reach it by applying entries had it.
+	states map[uint64]uint64
+	// prefix is the run's committed log as applied (entry k at k-1), each
+	// entry as the first node to apply it did: what a node restoring a
+	// snapshot at index i applied up to i, for the end checks.
+	prefix []kvtest.Applied
 }
 
 type appliedEntry struct{ entry, result string }
@@ -87,8 +95,8 @@ func (c *checker) observe(n *Node) {
 	c.s.logf("n%d leads term %d", n.ID, term)
 	for _, i := range c.sortedAcks() {
 		a := c.acks[i]
-		if a.commitTerm >= term {
-			continue
+		if a.commitTerm >= term || i < n.w.FirstIndex() {
+			continue // (below the compaction point: in the leader's snapshot, its committed prefix)
 		}
 		if t, err := n.w.Term(i); err != nil || t != a.term {
 			c.violation("NoAckedLoss: leader n%d of term %d lacks acknowledged entry %d/%d", n.ID, term, a.term, i)
@@ -133,8 +141,10 @@ func (c *checker) durableTruth(n *Node) {
 		return
 	}
 	p := n.w.Progress()
-	if st.Durable > p.DurableIndex {
-		c.violation("DurableTruth: n%d's core counts %d durable, its WAL %d", n.ID, st.Durable, p.DurableIndex)
+	// An installed snapshot is durable in its file before the WAL's reset
+	// after it is.
+	if st.Durable > max(p.DurableIndex, st.Snapshot.Index) {
+		c.violation("DurableTruth: n%d's core counts %d durable, its WAL %d (snapshot %d)", n.ID, st.Durable, p.DurableIndex, st.Snapshot.Index)
 	}
 }
 
@@ -151,6 +161,11 @@ func (c *checker) apply(n *Node, e raft.Entry, result []byte) {
 		}
 	} else {
 		c.applied[e.Index] = appliedEntry{entry: key, result: string(result)}
+		if e.Index != uint64(len(c.prefix))+1 {
+			c.violation("StateMachineSafety: n%d applied %d first, before any node applied %d", n.ID, e.Index, len(c.prefix)+1)
+		} else {
+			c.prefix = append(c.prefix, kvtest.Applied{Index: e.Index, Term: e.Term, Data: e.Data, Result: result})
+		}
 	}
 	if a, ok := c.acks[e.Index]; ok && n.r != nil {
 		// n learned the commit from a leader of a term no newer than its own.
@@ -205,7 +220,7 @@ func (c *checker) acknowledged(n *Node, data []byte, res replica.Result) {
 		if l.r == nil {
 			continue
 		}
-		if role, term, _ := l.r.Leadership(); role != raft.RoleLeader || term <= commitTerm {
+		if role, term, _ := l.r.Leadership(); role != raft.RoleLeader || term <= commitTerm || res.Index < l.w.FirstIndex() {
 			continue
 		}
 		if t, err := l.w.Term(res.Index); err != nil || t != a.term {
@@ -241,10 +256,14 @@ func (c *checker) checkAckedDurable(index uint64) {
 func (n *Node) holdsDurable(index, term uint64) bool {
 	if n.r == nil {
 		st := n.stopped
-		return st.truncated || (st.durable >= index && index >= 1 && index <= uint64(len(st.terms)) && st.terms[index-1] == term)
+		return st.truncated || (index >= 1 && index < st.first) ||
+			(st.durable >= index && index >= 1 && index <= uint64(len(st.terms)) && st.terms[index-1] == term)
 	}
 	if n.r.Status().HardState.TruncatedAtTerm != 0 || n.flipPending {
 		return true
+	}
+	if index < n.w.FirstIndex() {
+		return true // compacted: in its snapshot
 	}
 	p := n.w.Progress()
 	t, err := n.w.Term(index)
@@ -280,7 +299,7 @@ func (n *Node) checkRecovered(w *wal.WAL, rec *wal.Recovery) {
 	if n.boots == 1 || rec.Verdict == wal.Truncated || st.durable == 0 {
 		return
 	}
-	for i := max(w.FirstIndex(), 1); i <= st.durable; i++ {
+	for i := max(w.FirstIndex(), st.first, 1); i <= st.durable; i++ {
 		t, err := w.Term(i)
 		if err != nil || t != st.terms[i-1] {
 			n.s.violation("RecoveryKeepsDurable: n%d recovered %s (%s) but lost durable entry %d/%d: %s",
@@ -316,4 +335,14 @@ func checkIdentical(c *checker, a, b *Node) {
 	if errA != nil || errB != nil || sa != sb {
 		c.violation("ByteIdentical: n%d and n%d disagree at committed index %d: chain %08x (%v) vs %08x (%v)", a.ID, b.ID, i, sa, errA, sb, errB)
 	}
+}
+
+// appliedPrefix is the committed log up to index, as applied, for node n
+// restoring a snapshot there.
+func (c *checker) appliedPrefix(n *Node, index uint64) []kvtest.Applied {
+	if index > uint64(len(c.prefix)) {
+		c.violation("SnapshotState: n%d restored a state at %d; entries were applied up to %d only", n.ID, index, len(c.prefix))
+		index = uint64(len(c.prefix))
+	}
+	return slices.Clone(c.prefix[:index])
 }

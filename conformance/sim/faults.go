@@ -224,6 +224,10 @@ func (n *Node) flip() {
 	if n.r.Status().HardState.TruncatedAtTerm != 0 {
 		return
 	}
+	if s.opts.Snapshots != nil && s.chance(0.3) && s.flipSnapshot(n) {
+		s.crashSoonAfterFlip(n)
+		return
+	}
 	hi := min(n.durablePrev, n.r.Status().Durable)
 	lo := n.w.FirstIndex()
 	if hi < lo {
@@ -248,14 +252,20 @@ func (n *Node) flip() {
 			return
 		}
 		s.Counts.Flips++
-		n.flipPending = true
 		s.logf("n%d: bit flip at rest in record %d (%s)", n.ID, i, name)
-		ep := n.epoch
-		s.at(s.randDur(0, 100*time.Millisecond), func() {
-			if n.epoch == ep {
-				n.crash("power loss after a bit flip")
-			}
-		})
+		s.crashSoonAfterFlip(n)
 		return
 	}
+}
+
+// crashSoonAfterFlip marks n as about to be TRUNCATED (for the budget) and
+// crashes it soon, so that recovery finds the damage.
+func (s *Sim) crashSoonAfterFlip(n *Node) {
+	n.flipPending = true
+	ep := n.epoch
+	s.at(s.randDur(0, 100*time.Millisecond), func() {
+		if n.epoch == ep {
+			n.crash("power loss after a bit flip")
+		}
+	})
 }

@@ -48,6 +48,9 @@ func (nw *network) send(m replica.Message) {
 	if f.WireFlips && !s.healing && m.Type == raft.MsgApp && len(m.Entries) > 0 && s.chance(s.opts.Rates.WireFlip) {
 		m = nw.flipInTransit(m)
 	}
+	if f.WireFlips && !s.healing && m.Chunk != nil && len(m.Chunk.Data) > 0 && s.chance(s.opts.Rates.WireFlip) {
+		m = nw.flipChunk(m)
+	}
 	d := s.randDur(50*time.Microsecond, time.Millisecond)
 	if f.Delays && !s.healing && s.chance(s.opts.Rates.Delay) {
 		s.Counts.Delayed++
@@ -79,6 +82,9 @@ func dataSum(m *replica.Message) uint64 {
 	for _, r := range m.Records {
 		h.Write(r)
 	}
+	if m.Chunk != nil {
+		h.Write(m.Chunk.Data)
+	}
 	return h.Sum64()
 }
 
@@ -105,7 +111,10 @@ func (nw *network) drop(m, orig *replica.Message) {
 
 // event writes a network step on a spec message to the trace.
 func (nw *network) event(action string, m *raft.Message) {
-	if !nw.s.opts.Trace {
+	if !nw.s.opts.Trace || m.Type == raft.MsgSnap {
+		// A snapshot chunk is no spec message: the InstallSnapshotRequest
+		// it carries a part of stays in flight until the follower's core
+		// takes it whole.
 		return
 	}
 	tm := raft.TraceMessage(m, nil)

@@ -65,8 +65,11 @@ type Node struct {
 // index the WAL last published and the terms up to it.
 type stopState struct {
 	durable   uint64
-	terms     []uint64 // terms[i-1] is the term at index i
+	terms     []uint64 // terms[i-1] is the term at index i, from first on
 	truncated bool
+	// first is the WAL's first index: every index below it is in the
+	// node's snapshot (compaction never passes one), held durably.
+	first uint64
 }
 
 func newNode(s *Sim, id raft.NodeID) *Node {
@@ -99,8 +102,15 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // walOptions are small segments and blocks, so that rotation, seals and
 // reuse happen often.
 func (n *Node) walOptions() wal.Options {
-	return wal.Options{Stepped: true, Clock: simClock{n.s}, SegmentBytes: 64 << 10, BlockBytes: 512,
+	o := wal.Options{Stepped: true, Clock: simClock{n.s}, SegmentBytes: 64 << 10, BlockBytes: 512,
 		EntryBytesMax: 4 << 10, TailCacheBytes: 16 << 10, SealDelay: 50 * time.Millisecond, Logger: discard}
+	if n.s.opts.Snapshots != nil {
+		o.SegmentBytes = 12 << 10 // compaction drops whole segments: make them small
+	}
+	if b := n.s.opts.SegmentBytes; b != 0 {
+		o.SegmentBytes, o.EntryBytesMax = b, int(b/4)
+	}
+	return o
 }
 
 // boot opens the WAL and starts a replica on it.
@@ -131,8 +141,14 @@ func (n *Node) boot() error {
 	n.w = w
 	n.sm = newMachine(n)
 	r, err := replica.New(replica.Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n,
-		Logger: discard, TestingBugs: o.RuntimeBugs})
+		Logger: n.replicaLogger(), TestingBugs: o.RuntimeBugs, Snapshots: n.snapshotOptions()})
 	if err != nil {
+		if errors.Is(err, vfs.ErrCrashed) || n.disk.Down() {
+			n.s.Counts.IOCrashes++
+			n.w = nil
+			n.crashed("crash during the boot with snapshots")
+			return nil
+		}
 		return fmt.Errorf("sim: n%d: %w", n.ID, err)
 	}
 	n.r = r
@@ -172,6 +188,13 @@ func (n *Node) handle(ev replica.Event) {
 		return
 	}
 	n.r.Handle(ev)
+	if n.disk.Down() {
+		// A crash armed at an I/O point struck inside the step (a
+		// snapshot chunk written, a file removed).
+		n.s.Counts.IOCrashes++
+		n.crashed("crash at an I/O point (inside a step)")
+		return
+	}
 	n.afterHandle()
 }
 
@@ -194,6 +217,7 @@ func (n *Node) afterHandle() {
 		n.disarm()
 	}
 	n.scheduleDisk()
+	n.scheduleJobs()
 }
 
 // disarm removes the disk faults not yet struck.
@@ -358,6 +382,7 @@ func (n *Node) crashed(why string) {
 	s := n.s
 	if n.r != nil {
 		n.stopped = n.stopStateNow()
+		s.noteSnapshots(n.r.Status().Snapshots)
 		s.Counts.Crashes++
 		if n.r.Status().StepLost && s.TraceCheckable < 0 {
 			// The spec cannot express a step undone by a WAL failure (holes
@@ -387,6 +412,7 @@ func (n *Node) stopStateNow() stopState {
 	p := n.w.Progress()
 	st := stopState{durable: p.DurableIndex, truncated: n.r.Status().HardState.TruncatedAtTerm != 0}
 	first := n.w.FirstIndex()
+	st.first = first
 	for i := first; i <= p.DurableIndex; i++ {
 		t, err := n.w.Term(i)
 		if err != nil {

@@ -79,6 +79,7 @@ func (m *machine) Apply(e raft.Entry) []byte {
 	res := m.st.Apply(e.Index, e.Term, e.Data)
 	m.log = append(m.log, kvtest.Applied{Index: e.Index, Term: e.Term, Data: e.Data, Result: res})
 	m.n.s.check.apply(m.n, e, res)
+	m.n.s.check.stateAt(m.n, e.Index, m.st.Hash())
 	return res
 }
 

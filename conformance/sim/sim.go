@@ -59,11 +59,19 @@ type Options struct {
 	RuntimeBugs                    replica.Bug
 	KVBugs                         kv.Bug
 	ServerBugs                     ServerBug
+	// Snapshots turns snapshots and compaction on (nil: off); FS and Dir
+	// are each node's (its disk, snapDir).
+	Snapshots *replica.SnapshotOptions `json:",omitempty"`
+	// SegmentBytes, when set, is the WAL's segment size (and a quarter of
+	// it the entry bound): compaction frees whole segments.
+	SegmentBytes int64 `json:",omitempty"`
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
 	Trace bool
-	// Log, when set, receives a line per notable step.
-	Log func(string) `json:"-"`
+	// Log, when set, receives a line per notable step; with ReplicaLogs
+	// also every replica's own log lines.
+	Log         func(string) `json:"-"`
+	ReplicaLogs bool
 }
 
 // Faults are the fault kinds a run may inject.
@@ -148,7 +156,8 @@ func Default(seed uint64) Options {
 		Clients: 4 + int(seed/3%4), SessionlessClients: int(seed/12%4) / 3, Pipeline: 1 + int(seed/48%4), Keys: 3 + int(seed/144%4),
 		AttemptTimeout: 300 * time.Millisecond, OpTimeout: 2 * time.Second, SessionTimeout: 2 * time.Second, StallChance: 0.003,
 		IdleNoop: 200 * time.Millisecond,
-		PreVote:  seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true}
+		PreVote:  seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true,
+		Snapshots: SnapshotDefaults(seed)}
 }
 
 // Sim is one simulated cluster: replicas in stepped mode over the real WAL
@@ -187,7 +196,10 @@ type Counts struct {
 	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed                                      int
 	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
 	Elections, VerdictTruncated, StaleReports, LostSteps                                                      int
-	DropsInjected, Delayed, PowerLosses, SkewedClocks                                                         int
+	// Snapshots (SnapshotsMade and the rest are summed over every life of
+	// every node): restores of a state machine, bit flips in snapshot files.
+	SnapshotsMade, Installs, Compactions, ChunksSent, TransferRestarts, SnapshotRefused, Restores, SnapshotFlips int
+	DropsInjected, Delayed, PowerLosses, SkewedClocks                                                            int
 	// The clients and the service.
 	ClientWrites, ClientReads, Unknown, UnknownNoSession, UnknownExpired, UnknownDeadline, ClientRetries, ClientTimeouts, ClientDeadlines, ClientDrops, ClientDups, DupNoSession, ClientBusy int
 	Sessions, SessionExpired, KeepAlives, ClientStalls, IdleNoops, EarlyAcks, Deduplicated                                                                                                   int
@@ -309,6 +321,11 @@ func (s *Sim) heal() error {
 		}
 		if s.check.finalAcked && s.check.pendingOps() == 0 && s.clientsIdle() && s.caughtUp() {
 			s.check.atEnd()
+			for _, n := range s.Nodes {
+				if n.r != nil {
+					s.noteSnapshots(n.r.Status().Snapshots)
+				}
+			}
 			if len(s.Violations) == 0 {
 				s.checkKV()
 			}
@@ -406,18 +423,20 @@ func (s *Sim) Fingerprint() (string, error) {
 		h.Write([]byte{'\n'})
 	}
 	for _, n := range s.Nodes {
-		names, err := n.disk.List(dataDir)
-		if err != nil {
-			return "", err
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			img, err := n.disk.ReadFile(path.Join(dataDir, name))
-			if err != nil {
+		for _, dir := range []string{dataDir, snapDir} {
+			names, err := n.disk.List(dir)
+			if err != nil && dir == dataDir {
 				return "", err
 			}
-			fmt.Fprintf(h, "n%d/%s %d\n", n.ID, name, len(img))
-			h.Write(img)
+			slices.Sort(names)
+			for _, name := range names {
+				img, err := n.disk.ReadFile(path.Join(dir, name))
+				if err != nil {
+					return "", err
+				}
+				fmt.Fprintf(h, "n%d%s/%s %d\n", n.ID, dir, name, len(img))
+				h.Write(img)
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 )
 
 // The snapshot format (docs/kv.md, "Snapshot"): a header, one record per key
@@ -151,10 +152,7 @@ func (st *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	st.items, st.sessions, st.expiry = fresh.items, fresh.sessions, fresh.expiry
-	st.appliedIndex, st.appliedTerm = fresh.appliedIndex, fresh.appliedTerm
-	st.clockMs, st.clockHash, st.hash = fresh.clockMs, fresh.clockHash, fresh.hash
-	st.stats.Restores++
+	st.adopt(fresh)
 	return nil
 }
 
@@ -283,4 +281,48 @@ func readSession(sr *snapReader, st *Store, prevID uint64) uint64 {
 	}
 	st.addSession(s)
 	return s.id
+}
+
+// Clone returns a copy of the store that shares nothing Apply or Restore
+// changes: the other may go on applying while the copy writes a snapshot
+// (replica.Snapshotter). Values are shared, as they are never modified;
+// the cost is one pass over the keys and sessions. Stats start at zero.
+func (st *Store) Clone() *Store {
+	c := &Store{hasher: newHasher(), bugs: st.bugs,
+		items: make(map[string]*item, len(st.items)), sessions: make(map[uint64]*session, len(st.sessions)),
+		appliedIndex: st.appliedIndex, appliedTerm: st.appliedTerm, clockMs: st.clockMs, clockHash: st.clockHash, hash: st.hash}
+	for k, it := range st.items {
+		x := *it
+		c.items[k] = &x
+	}
+	c.expiry = make(expiryHeap, len(st.expiry))
+	for k, s := range st.expiry {
+		x := *s
+		x.responses = slices.Clone(s.responses)
+		c.sessions[x.id], c.expiry[k] = &x, &x
+	}
+	return c
+}
+
+// RestoreAt is Restore of a snapshot that must end at (index, term): a
+// stream of another state is refused (ErrBadSnapshot) and the store is
+// unchanged.
+func (st *Store) RestoreAt(r io.Reader, index, term uint64) error {
+	fresh, err := readSnapshot(r)
+	if err != nil {
+		return err
+	}
+	if fresh.appliedIndex != index || fresh.appliedTerm != term {
+		return fmt.Errorf("%w: the stream holds the state at %d/%d, want %d/%d", ErrBadSnapshot,
+			fresh.appliedTerm, fresh.appliedIndex, term, index)
+	}
+	st.adopt(fresh)
+	return nil
+}
+
+func (st *Store) adopt(fresh *Store) {
+	st.items, st.sessions, st.expiry = fresh.items, fresh.sessions, fresh.expiry
+	st.appliedIndex, st.appliedTerm = fresh.appliedIndex, fresh.appliedTerm
+	st.clockMs, st.clockHash, st.hash = fresh.clockMs, fresh.clockHash, fresh.hash
+	st.stats.Restores++
 }

@@ -250,3 +250,60 @@ func TestSnapshotStreams(t *testing.T) {
 	}
 	t.Logf("snapshot of %d bytes: largest write %d bytes, %d bytes allocated (%.1f%%)", w.n, w.max, alloc, 100*float64(alloc)/float64(w.n))
 }
+
+// TestCloneIsIndependent: a clone writes the snapshot of the state it was
+// taken at while the original goes on applying (the overwrite of a key,
+// a delete, answers kept in a session, a session expiring), and verifies;
+// the original's changes never reach it, nor its reach the original.
+func TestCloneIsIndependent(t *testing.T) {
+	st := sample(t)
+	before := snapshot(t, st)
+	c := st.Clone()
+	for _, cmd := range []kv.Command{
+		kv.Put(b("a"), b("changed")).InSession(2, 3, 1).At(20),
+		kv.Delete(b("b")).At(21),
+		kv.Put(b("new"), b("1")).InSession(3, 2, 1).At(22),
+		kv.Noop().At(5000), // both sessions expire
+	} {
+		data, _ := cmd.Marshal()
+		st.Apply(st.AppliedIndex()+1, 2, data)
+	}
+	if err := c.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshot(t, c), before) {
+		t.Fatal("the clone's snapshot is not the state it was taken at")
+	}
+	if st.SessionCount() != 0 || c.SessionCount() != 2 {
+		t.Fatalf("sessions: original %d, clone %d", st.SessionCount(), c.SessionCount())
+	}
+	after := snapshot(t, st)
+	data, _ := kv.Put(b("a"), b("clone")).At(30).Marshal()
+	c.Apply(c.AppliedIndex()+1, 3, data)
+	if !bytes.Equal(snapshot(t, st), after) {
+		t.Fatal("applying to the clone changed the original")
+	}
+}
+
+// TestRestoreAt: a snapshot of another index or term is refused with
+// ErrBadSnapshot and changes nothing; the right one restores.
+func TestRestoreAt(t *testing.T) {
+	src := sample(t)
+	snap := snapshot(t, src)
+	st := kv.NewStore(kv.Options{})
+	before := snapshot(t, st)
+	i, term := src.AppliedIndex(), src.AppliedTerm()
+	for _, at := range [][2]uint64{{i + 1, term}, {i - 1, term}, {i, term + 1}} {
+		err := st.RestoreAt(bytes.NewReader(snap), at[0], at[1])
+		unchanged(t, st, before, err, "another index or term")
+	}
+	if err := st.RestoreAt(bytes.NewReader(snap), i, term); err != nil {
+		t.Fatal(err)
+	}
+	if st.Hash() != src.Hash() {
+		t.Fatal("restored another state")
+	}
+}

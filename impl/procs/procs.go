@@ -344,6 +344,12 @@ type Status struct {
 		AppliedIndex uint64 `json:"applied_index"`
 		Keys         int    `json:"keys"`
 	} `json:"kv"`
+	Snapshot struct {
+		Index      uint64            `json:"index"`
+		FirstIndex uint64            `json:"first_index"`
+		BootRow    string            `json:"boot_row"`
+		Stats      map[string]uint64 `json:"stats"`
+	} `json:"snapshot"`
 	Transport struct {
 		BadFrames         uint64 `json:"bad_frames"`
 		BadMessages       uint64 `json:"bad_messages"`

@@ -1,6 +1,10 @@
 package raft
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/durableraft/durableraft/trace"
+)
 
 // Boot is what the caller recovered at startup: the hard state and the
 // WAL's verdicts (impl/wal's Recovery), and how far the state machine had
@@ -25,6 +29,15 @@ type Boot struct {
 	// do", item 5).
 	HardStateLost bool
 	Applied       uint64
+	// Snapshot is the snapshot the state machine was restored from at this
+	// boot (zero when none): storage holds its last entry (or its index is
+	// storage's compaction base), and Applied is at least its index. Its
+	// prefix is committed: the commit index starts there.
+	Snapshot SnapshotInfo
+	// TracePrefix is the trace's entries (term and value, TracePrefix) of
+	// the log up to storage's compaction base, from the snapshot (tracing
+	// only): the tracer holds the whole log.
+	TracePrefix []trace.Entry
 }
 
 // The boot policy of seed 000 ("Boot Policy Decision Table", task 3.2),

@@ -24,13 +24,30 @@ func (n *Node) handleApp(m Message) {
 	}
 	n.lead = m.From
 	n.electionElapsed, n.leaderSilentTicks = 0, 0
-	if m.PrevLogIndex != 0 && !n.log.matchTerm(m.PrevLogIndex, m.PrevLogTerm) {
+	view, all, bad := n.compactedView(&m)
+	switch {
+	case bad:
+		n.alert(AlertProtocol, "leader %d of term %d sent an entry of another term at my compaction point %d", m.From, m.Term, n.log.first-1)
+		return
+	case all:
+		n.ackApp(&m) // every entry of it is below my compaction point: committed, durable, held
+		return
+	}
+	if view.PrevLogIndex != 0 && !n.log.matchTerm(view.PrevLogIndex, view.PrevLogTerm) {
 		n.rejectApp(&m, true)
 		return
 	}
-	present, conflict := n.scanEntries(&m)
+	n.appendFrom(&m, &view)
+}
+
+// appendFrom is the accepting part of handleApp: view is m as the log can
+// check it (compactedView), m the message as received (for the trace and
+// the acknowledgment).
+func (n *Node) appendFrom(orig, view *Message) {
+	m := *orig
+	present, conflict := n.scanEntries(view)
 	if conflict > 0 {
-		from := m.PrevLogIndex + uint64(conflict)
+		from := view.PrevLogIndex + uint64(conflict)
 		if from <= n.log.committed {
 			n.alert(AlertProtocol, "leader %d of term %d conflicts at %d, below my commit index %d", m.From, m.Term, from, n.log.committed)
 			return
@@ -43,10 +60,10 @@ func (n *Node) handleApp(m Message) {
 		}
 		present = conflict - 1
 	}
-	if present < len(m.Entries) {
-		n.log.append(m.Entries[present:]...)
+	if present < len(view.Entries) {
+		n.log.append(view.Entries[present:]...)
 		if n.tr != nil {
-			n.tr.appendLog(m.Entries[present:]...)
+			n.tr.appendLog(view.Entries[present:]...)
 			n.tr.event("HandleAppendEntriesBatch", m.From, &m, "append")
 		}
 	}
@@ -141,7 +158,8 @@ func (n *Node) fenceReleases(m *Message, match uint64) bool {
 	if n.has(BugReleaseAtLeaderCommit) {
 		return c <= match
 	}
-	return m.Term > n.hs.TruncatedAtTerm && c >= 1 && c <= match && n.log.mustTerm(c) == m.Term
+	t, ok := n.log.term(c)
+	return m.Term > n.hs.TruncatedAtTerm && c >= 1 && c <= match && ok && t == m.Term
 }
 
 // ackable reports whether a pending m can still be acknowledged: it is of
@@ -150,11 +168,15 @@ func (n *Node) ackable(m *Message) bool {
 	if m.Term != n.hs.Term || (n.role != RoleFollower && n.role != RolePreCandidate) {
 		return false
 	}
-	if m.PrevLogIndex != 0 && !n.log.matchTerm(m.PrevLogIndex, m.PrevLogTerm) {
+	view, all, bad := n.compactedView(m)
+	if all || bad {
+		return all
+	}
+	if view.PrevLogIndex != 0 && !n.log.matchTerm(view.PrevLogIndex, view.PrevLogTerm) {
 		return false
 	}
-	present, conflict := n.scanEntries(m)
-	return conflict == 0 && present == len(m.Entries)
+	present, conflict := n.scanEntries(&view)
+	return conflict == 0 && present == len(view.Entries)
 }
 
 // processPendingAcks acknowledges what the durable index now covers. Of the

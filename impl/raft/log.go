@@ -226,6 +226,11 @@ func (l *raftLog) findConflictByTerm(index, term uint64) uint64 {
 		k := sort.Search(len(l.runs), func(k int) bool { return l.runs[k].index > index }) - 1
 		index = l.runs[k].index - 1
 	}
+	if index > 0 && index+1 == l.first && l.baseTerm > term {
+		// The compaction base itself is of a later term: the match lies
+		// below it, where only a snapshot reaches.
+		return index - 1
+	}
 	return index
 }
 

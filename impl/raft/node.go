@@ -61,6 +61,8 @@ type Node struct {
 	walFailed  bool
 	failReason string
 
+	snaps snapshotState
+
 	// hardStateLost: Boot.HardStateLost; sticky for the node's life.
 	hardStateLost bool
 	// stateFenced: FenceStateDiverged; sticky for the node's life (a
@@ -121,7 +123,7 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	n.hs = hs
 	n.resetElection()
 	if cfg.Trace != nil && !n.hardStateLost {
-		tr, err := newTracer(n)
+		tr, err := newTracer(n, boot.TracePrefix)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +180,7 @@ func (n *Node) bootLog(boot Boot) error {
 	l.durable, l.handed = last, last
 	l.committed = first - 1
 	l.applied = max(boot.Applied, first-1)
-	return nil
+	return n.bootSnapshot(boot)
 }
 
 func (n *Node) validateHardState(hs HardState) error {
@@ -460,6 +462,13 @@ type Ready struct {
 	ReadStates []ReadState
 	Alerts     []Alert
 
+	// Snapshot, when set, is a snapshot the node installed (StepSnapshot):
+	// before anything else of this Ready, the driver restores the state
+	// machine from it and resets the WAL after it (the log is empty up to
+	// its index, which is committed, applied and durable). Committed then
+	// holds no entry at or below its index.
+	Snapshot *SnapshotInfo
+
 	// Soft state, for the driver.
 	Role Role
 	Lead NodeID
@@ -473,7 +482,7 @@ func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 func (n *Node) HasReady() bool {
 	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
-		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader)
+		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil
 }
 
 // Ready returns the pending work and hands it to the caller.
@@ -482,7 +491,8 @@ func (n *Node) Ready() Ready {
 		n.bcastAppend()
 	}
 	n.bcastPending = false
-	rd := Ready{Role: n.role, Lead: n.lead}
+	rd := Ready{Role: n.role, Lead: n.lead, Snapshot: n.snaps.installing}
+	n.snaps.installing = nil
 	if n.hardStateDue() {
 		rd.HardState, rd.HardStateChanged = n.hs, true
 		n.hsHanded = n.hs
@@ -571,6 +581,7 @@ func (n *Node) quorum() int { return len(n.voters)/2 + 1 }
 
 func (n *Node) checkInvariants() {
 	n.log.checkInvariants()
+	n.checkSnapshotInvariants()
 	if !(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1) {
 		failf("hard state %+v", n.hs)
 	}

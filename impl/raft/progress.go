@@ -1,7 +1,7 @@
 package raft
 
 // progressState is the leader's mode of replication to one follower
-// (etcd-io/raft's tracker.StateType, without snapshots).
+// (etcd-io/raft's tracker.StateType).
 type progressState uint8
 
 const (
@@ -12,11 +12,19 @@ const (
 	// replicate: the follower accepted at next-1; the leader streams
 	// batches up to the inflight window without waiting (pipelining).
 	stateReplicate
+	// snapshot: the follower needs entries below the compaction point; the
+	// driver streams it the snapshot at pendingSnapshot. Nothing else is
+	// sent but heartbeats until the driver reports (ReportSnapshot) or the
+	// follower acknowledges pendingSnapshot.
+	stateSnapshot
 )
 
 func (s progressState) String() string {
-	if s == stateReplicate {
+	switch s {
+	case stateReplicate:
 		return "replicate"
+	case stateSnapshot:
+		return "snapshot"
 	}
 	return "probe"
 }
@@ -49,6 +57,8 @@ type progress struct {
 	inflights     []inflight
 	inflightBytes uint64
 
+	pendingSnapshot uint64 // snapshot: the index of the snapshot being streamed
+
 	recentActive bool   // heard from since the last check-quorum
 	round        uint64 // highest read round the follower echoed
 	seq          uint64 // sequence number of the last AppendEntries sent
@@ -65,6 +75,11 @@ func (pr *progress) becomeProbe(next uint64) {
 	pr.resetInflights()
 }
 
+func (pr *progress) becomeSnapshot(index uint64) {
+	pr.state, pr.probed, pr.pendingSnapshot = stateSnapshot, false, index
+	pr.resetInflights()
+}
+
 func (pr *progress) becomeReplicate() {
 	pr.state, pr.probed, pr.next = stateReplicate, false, pr.match+1
 	pr.resetInflights()
@@ -77,8 +92,11 @@ func (pr *progress) full(c *Config) bool {
 
 // paused reports whether the leader must not send entries now.
 func (pr *progress) paused(c *Config) bool {
-	if pr.state == stateProbe {
+	switch pr.state {
+	case stateProbe:
 		return pr.probed
+	case stateSnapshot:
+		return true
 	}
 	return pr.full(c)
 }

@@ -95,11 +95,15 @@ func (n *Node) sendAppend(pr *progress) {
 	if lo > n.log.last && pr.state == stateReplicate {
 		return
 	}
+	if lo < n.log.first {
+		n.sendSnapshot(pr) // the follower needs entries (or a term) below the compaction point
+		return
+	}
 	hi := min(n.log.last+1, lo+uint64(n.cfg.MsgEntriesMax))
 	ents, err := n.log.entries(lo, hi, n.cfg.MsgBytesMax)
 	if err != nil {
 		if errors.Is(err, ErrCompacted) {
-			n.alert(AlertStorage, "follower %d needs entries from %d, compacted (snapshots are not supported)", pr.id, lo)
+			n.sendSnapshot(pr) // storage compacted further than the core was told
 		} else {
 			n.alert(AlertStorage, "reading entries [%d, %d) for follower %d: %v", lo, hi, pr.id, err)
 		}
@@ -193,6 +197,10 @@ func (n *Node) appSuccess(pr *progress, m *Message) {
 		}
 	case stateReplicate:
 		pr.next = max(pr.next, m.MatchIndex+1)
+	case stateSnapshot:
+		if m.MatchIndex >= pr.pendingSnapshot {
+			pr.becomeReplicate() // the follower holds the snapshot: stream from its match
+		}
 	}
 }
 
@@ -228,6 +236,11 @@ func (n *Node) handlePassiveResp(m Message) {
 		}
 	case stateReplicate:
 		pr.next = max(pr.next, m.MatchIndex+1)
+	case stateSnapshot:
+		if m.MatchIndex >= pr.pendingSnapshot {
+			pr.becomeReplicate()
+			pr.next = m.MatchIndex + 1 // match is not raised
+		}
 	}
 	n.sendAppend(pr)
 }
@@ -236,8 +249,8 @@ func (n *Node) handlePassiveResp(m Message) {
 // probe starts after the last index whose term is at most the hint's term.
 // A rejection older than the latest success is stale and ignored.
 func (n *Node) appReject(pr *progress, m *Message) {
-	if m.Seq < pr.successSeq {
-		return
+	if m.Seq < pr.successSeq || pr.state == stateSnapshot {
+		return // stale, or the follower is being sent a snapshot (its heartbeat answers reject)
 	}
 	hint := min(m.HintIndex, n.log.last)
 	next := n.log.findConflictByTerm(hint, m.HintTerm) + 1

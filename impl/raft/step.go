@@ -10,6 +10,9 @@ func (n *Node) Step(m Message) error {
 	if err := Validate(&m, n.id, n.voters); err != nil {
 		return err
 	}
+	if m.Type == MsgSnap {
+		return fmt.Errorf("%w: a snapshot reaches the core through StepSnapshot, once the driver holds it", ErrInvalidMessage)
+	}
 	defer n.checkInvariants()
 	if n.walFailed {
 		n.traceDrop(&m)

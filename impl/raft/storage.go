@@ -149,3 +149,9 @@ func (s *MemoryStorage) Prefix(index uint64) {
 		s.ents = s.ents[:keep:keep]
 	}
 }
+
+// Reset replaces the log with the empty log after a snapshot at (index,
+// term): an installed snapshot (Ready.Snapshot).
+func (s *MemoryStorage) Reset(index, term uint64) {
+	s.base, s.baseTerm, s.ents = index, term, nil
+}

@@ -133,6 +133,11 @@ func TraceMessage(m *Message, names map[NodeID]string) *trace.Message {
 		t.McommitIndex, t.MleaderCommit = int(m.Commit), &c
 	case MsgAppResp:
 		t.Mtype, t.Msuccess, t.MmatchIndex = "AppendEntriesResponse", m.Success, int(m.MatchIndex)
+	case MsgSnap:
+		// Mprefix, the leader's log up to the snapshot, is the tracer's to
+		// fill in: the message does not carry it.
+		c := int(m.LeaderCommit)
+		t.Mtype, t.MleaderCommit = "InstallSnapshotRequest", &c
 	default:
 		return nil
 	}
@@ -151,12 +156,18 @@ type tracer struct {
 	keep int
 }
 
-func newTracer(n *Node) (*tracer, error) {
-	if n.log.first != 1 {
-		return nil, fmt.Errorf("raft: tracing needs the whole log; storage starts at %d", n.log.first)
+// newTracer starts tracing a booted node. The trace keeps the whole log:
+// below storage's compaction base it takes the boot's TracePrefix (from the
+// snapshot), above it storage's entries.
+func newTracer(n *Node, prefix []trace.Entry) (*tracer, error) {
+	base := n.log.first - 1
+	if uint64(len(prefix)) < base {
+		return nil, fmt.Errorf("raft: tracing needs the whole log; storage starts at %d and the snapshot's trace prefix has %d entries",
+			n.log.first, len(prefix))
 	}
 	t := &tracer{n: n, sink: n.cfg.Trace, names: n.cfg.TraceNames, name: TraceName(n.cfg.TraceNames, n.id)}
-	for lo := uint64(1); lo <= n.log.last; {
+	t.log = append(t.log, prefix[:base]...)
+	for lo := n.log.first; lo <= n.log.last; {
 		ents, err := n.log.entries(lo, n.log.last+1, 1<<30)
 		if err != nil {
 			return nil, fmt.Errorf("raft: tracing: reading the log: %w", err)
@@ -218,6 +229,9 @@ func (t *tracer) event(action string, peer NodeID, m *Message, branch string) {
 	}
 	if m != nil && action != "RequestVote" {
 		e.Msg = TraceMessage(m, t.names)
+		if m.Type == MsgSnap && e.Msg != nil {
+			e.Msg.Mprefix = trace.Runs(t.n.snaps.prefix)
+		}
 	}
 	t.sink.Event(e)
 }
@@ -243,12 +257,19 @@ func (t *tracer) flush(whole bool) {
 // The event logs the whole recovered log (keep nothing): this tracer does
 // not know what the node's previous one logged last, and the recovered
 // log need not be a prefix of it (a truncation brought back by a crash).
+//
+// A boot with a snapshot brings its commit index back as the snapshot's
+// (everything up to it is committed): CrashFromSnapshot or
+// CorruptFromSnapshot.
 func (t *tracer) boot(corrupt bool) {
 	cut := len(t.log)
 	t.keep = 0
 	e := trace.Event{Action: "Crash", Node: t.name, Cut: &cut, State: t.nodeState()}
 	if corrupt {
 		e.Action = "Corrupt"
+	}
+	if t.n.log.committed > 0 {
+		e.Action += "FromSnapshot"
 	}
 	t.sink.Event(e)
 }

@@ -129,13 +129,20 @@ const (
 	// leader's flow control only. It counts toward no quorum (commit, read
 	// round, check-quorum), raises no term, and is no spec message.
 	MsgAppRespPassive
+	// MsgSnap is InstallSnapshot: a leader offers a follower behind its
+	// compaction point the snapshot at PrevLogIndex (of term PrevLogTerm),
+	// with its commit index in LeaderCommit. The driver streams the
+	// snapshot and hands the follower's core the message once it holds the
+	// snapshot in full (StepSnapshot); it never reaches Step. A spec
+	// message of the production actions (InstallSnapshotRequest).
+	MsgSnap
 	msgTypeEnd
 )
 
 var msgTypeNames = [...]string{
 	MsgVote: "MsgVote", MsgVoteResp: "MsgVoteResp", MsgApp: "MsgApp", MsgAppResp: "MsgAppResp",
 	MsgPreVote: "MsgPreVote", MsgPreVoteResp: "MsgPreVoteResp", MsgTimeoutNow: "MsgTimeoutNow",
-	MsgAppRespPassive: "MsgAppRespPassive",
+	MsgAppRespPassive: "MsgAppRespPassive", MsgSnap: "MsgSnap",
 }
 
 func (t MessageType) String() string {
@@ -146,7 +153,7 @@ func (t MessageType) String() string {
 }
 
 // isSpec reports whether messages of this type are raft.tla messages.
-func (t MessageType) isSpec() bool { return t >= MsgVote && t <= MsgAppResp }
+func (t MessageType) isSpec() bool { return (t >= MsgVote && t <= MsgAppResp) || t == MsgSnap }
 
 // Message is what nodes exchange. Which fields a type carries is fixed
 // (Validate refuses any other field set non-zero):
@@ -157,6 +164,7 @@ func (t MessageType) isSpec() bool { return t >= MsgVote && t <= MsgAppResp }
 //	MsgAppResp                 Term, Success, MatchIndex, HintIndex, HintTerm (rejections), Round, Seq
 //	MsgAppRespPassive          as MsgAppResp
 //	MsgTimeoutNow              Term
+//	MsgSnap                    Term, PrevLogIndex, PrevLogTerm (the snapshot's last entry), LeaderCommit
 //
 // From, To and Type are always set.
 type Message struct {

@@ -36,7 +36,7 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 		return fmt.Errorf("term %d out of range", m.Term)
 	}
 	// The fields each type carries; every other must be zero.
-	var vote, resp, app, appResp bool
+	var vote, resp, app, appResp, snap bool
 	switch m.Type {
 	case MsgVote, MsgPreVote:
 		vote = true
@@ -61,6 +61,12 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 		if err := validateAppResp(m); err != nil {
 			return err
 		}
+	case MsgSnap:
+		snap = true
+		if m.PrevLogIndex < 1 || m.PrevLogIndex > IndexMax || m.PrevLogTerm < 1 || m.PrevLogTerm > m.Term ||
+			m.LeaderCommit < m.PrevLogIndex || m.LeaderCommit > IndexMax {
+			return fmt.Errorf("snapshot %d/%d, leader commit %d at term %d", m.PrevLogTerm, m.PrevLogIndex, m.LeaderCommit, m.Term)
+		}
 	}
 	if !vote && (m.LastLogIndex != 0 || m.LastLogTerm != 0 || m.Transfer) {
 		return fmt.Errorf("vote fields set")
@@ -68,7 +74,10 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 	if !resp && m.Granted {
 		return fmt.Errorf("granted set")
 	}
-	if !app && (m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || len(m.Entries) != 0 || m.Commit != 0 || m.LeaderCommit != 0) {
+	if !app && !snap && (m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || m.LeaderCommit != 0) {
+		return fmt.Errorf("append fields set")
+	}
+	if !app && (len(m.Entries) != 0 || m.Commit != 0) {
 		return fmt.Errorf("append fields set")
 	}
 	if !appResp && (m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0) {

@@ -139,11 +139,11 @@ func TestValidateBounds(t *testing.T) {
 		{"LastLogTerm", func(m *Message) { m.LastLogTerm = 1 }, []MessageType{MsgVote, MsgPreVote}},
 		{"Transfer", func(m *Message) { m.Transfer = true }, []MessageType{MsgVote}},
 		{"Granted", func(m *Message) { m.Granted = true }, []MessageType{MsgVoteResp, MsgPreVoteResp}},
-		{"PrevLogIndex", func(m *Message) { m.PrevLogIndex = 1 }, []MessageType{MsgApp}},
-		{"PrevLogTerm", func(m *Message) { m.PrevLogTerm = 1 }, []MessageType{MsgApp}},
+		{"PrevLogIndex", func(m *Message) { m.PrevLogIndex = 1 }, []MessageType{MsgApp, MsgSnap}},
+		{"PrevLogTerm", func(m *Message) { m.PrevLogTerm = 1 }, []MessageType{MsgApp, MsgSnap}},
 		{"Entries", func(m *Message) { m.Entries = []Entry{{Index: 1, Term: 1}} }, []MessageType{MsgApp}},
 		{"Commit", func(m *Message) { m.Commit = 1 }, []MessageType{MsgApp}},
-		{"LeaderCommit", func(m *Message) { m.LeaderCommit = 1 }, []MessageType{MsgApp}},
+		{"LeaderCommit", func(m *Message) { m.LeaderCommit = 1 }, []MessageType{MsgApp, MsgSnap}},
 		{"Success", func(m *Message) { m.Success = true }, []MessageType{MsgAppResp, MsgAppRespPassive}},
 		{"MatchIndex", func(m *Message) { m.MatchIndex = 1 }, []MessageType{MsgAppResp, MsgAppRespPassive}},
 		{"HintIndex", func(m *Message) { m.HintIndex = 1 }, []MessageType{MsgAppResp, MsgAppRespPassive}},
@@ -151,13 +151,27 @@ func TestValidateBounds(t *testing.T) {
 		{"Round", func(m *Message) { m.Round = 1 }, []MessageType{MsgApp, MsgAppResp, MsgAppRespPassive}},
 		{"Seq", func(m *Message) { m.Seq = 1 }, []MessageType{MsgApp, MsgAppResp, MsgAppRespPassive}},
 	}
+	// bare is the smallest valid message of a type: a snapshot has an index.
+	bare := func(typ MessageType) Message {
+		m := Message{Type: typ, From: 1, To: 2, Term: 3}
+		if typ == MsgSnap {
+			m.PrevLogIndex, m.PrevLogTerm, m.LeaderCommit = 2, 1, 2
+		}
+		return m
+	}
+	cases = append(cases,
+		tc{"MsgSnap at index 0", Message{Type: MsgSnap, From: 1, To: 2, Term: 3}, false},
+		tc{"MsgSnap term beyond the message's", Message{Type: MsgSnap, From: 1, To: 2, Term: 3, PrevLogIndex: 2, PrevLogTerm: 4, LeaderCommit: 2}, false},
+		tc{"MsgSnap commit below the snapshot", Message{Type: MsgSnap, From: 1, To: 2, Term: 3, PrevLogIndex: 2, PrevLogTerm: 1, LeaderCommit: 1}, false},
+		tc{"MsgSnap index beyond IndexMax", Message{Type: MsgSnap, From: 1, To: 2, Term: 3, PrevLogIndex: IndexMax + 1, PrevLogTerm: 1, LeaderCommit: IndexMax + 1}, false},
+	)
 	for typ := MsgVote; typ < msgTypeEnd; typ++ {
-		cases = append(cases, tc{fmt.Sprintf("%v bare", typ), Message{Type: typ, From: 1, To: 2, Term: 3}, true})
+		cases = append(cases, tc{fmt.Sprintf("%v bare", typ), bare(typ), true})
 		for _, f := range fields {
 			if slices.Contains(f.carried, typ) {
 				continue
 			}
-			m := Message{Type: typ, From: 1, To: 2, Term: 3}
+			m := bare(typ)
 			f.set(&m)
 			cases = append(cases, tc{fmt.Sprintf("%v with %s", typ, f.name), m, false})
 		}

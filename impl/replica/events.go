@@ -35,11 +35,14 @@ const (
 	// state different from a majority's (Event.Reason): fence it from
 	// voting and campaigning until restarted (raft.Node.FenceStateDiverged).
 	EventFenceState
+	// EventJob: a job the replica handed out (TakeJob) is back, done or
+	// failed (Event.Job).
+	EventJob
 )
 
 var eventKindNames = [...]string{
 	EventMessage: "message", EventTick: "tick", EventPropose: "propose", EventRead: "read",
-	EventWAL: "wal", EventTransfer: "transfer", EventCampaign: "campaign", EventFenceState: "fence-state",
+	EventWAL: "wal", EventTransfer: "transfer", EventCampaign: "campaign", EventFenceState: "fence-state", EventJob: "job",
 }
 
 func (k EventKind) String() string {
@@ -58,6 +61,7 @@ type Event struct {
 	Progress  wal.Progress
 	To        raft.NodeID
 	Reason    string // EventFenceState
+	Job       *Job
 }
 
 // Proposal is one client write: Data becomes one log entry. Done is called

@@ -20,10 +20,14 @@ import (
 //   - len(Records) = len(Entries), and record k decodes to entry k;
 //   - record 0 chains to PrevChecksum, record k to record k-1's checksum;
 //   - PrevChecksum is the sender's chain value at PrevLogIndex.
+//
+// A snapshot transfer message (Type = MsgSnap) carries Chunk instead
+// (snapmsg.go); it never reaches the core as it is.
 type Message struct {
 	raft.Message
 	Records      []wal.Record
 	PrevChecksum uint32
+	Chunk        *SnapChunk
 }
 
 // Ingress refusals, counted in Stats and reported (rate-limited) in the log.
@@ -35,6 +39,8 @@ var (
 	// at an index where the terms agree: the histories differ although the
 	// protocol says they are equal.
 	ErrChain = errors.New("replica: hash chain mismatch")
+	// ErrChunk: a snapshot transfer message does not verify.
+	ErrChunk = errors.New("replica: bad snapshot chunk")
 )
 
 // stamp fills an outgoing AppendEntries with the WAL's records of its

@@ -13,6 +13,7 @@ import (
 // read of committed entries failed, and said so in an alert); it tries
 // again after the next input instead of spinning here.
 func (r *Replica) processReadies() {
+	defer r.maybeSnapshot()
 	for r.node.HasReady() {
 		rd := r.node.Ready()
 		r.processReady(rd)
@@ -24,7 +25,7 @@ func (r *Replica) processReadies() {
 }
 
 func readyEmpty(rd *raft.Ready) bool {
-	return !rd.HardStateChanged && rd.TruncateFrom == 0 && len(rd.Entries) == 0 && len(rd.Messages) == 0 &&
+	return !rd.HardStateChanged && rd.TruncateFrom == 0 && len(rd.Entries) == 0 && len(rd.Messages) == 0 && rd.Snapshot == nil &&
 		len(rd.MessagesAfterPersist) == 0 && len(rd.Committed) == 0 && len(rd.ReadStates) == 0 && len(rd.Alerts) == 0
 }
 
@@ -43,6 +44,13 @@ func (r *Replica) processReady(rd raft.Ready) {
 		hs := r.hsWritten
 		hs.LearnedCommit = rd.LearnedCommit
 		r.submitHardState(hs)
+	}
+	if rd.Snapshot != nil {
+		if r.failErr == nil {
+			r.installSnapshot(*rd.Snapshot)
+		} else {
+			r.stepLost = true // the core installed a snapshot the runtime can no longer carry out
+		}
 	}
 	if rd.TruncateFrom > 0 {
 		r.loseProposalsFrom(rd.TruncateFrom)
@@ -159,6 +167,10 @@ func (r *Replica) sendStamped(ms []raft.Message) {
 	}
 	out := make([]Message, 0, len(ms))
 	for k := range ms {
+		if ms[k].Type == raft.MsgSnap {
+			r.startSend(&ms[k]) // streamed by the runtime, chunk by chunk
+			continue
+		}
 		m, err := r.stamp(&ms[k])
 		if err != nil {
 			r.stats.MessagesDropped.Add(1)
@@ -194,6 +206,9 @@ func (r *Replica) apply(e raft.Entry) {
 		r.cfg.ObserveStage(StageApply, r.cfg.Now().Sub(start))
 	}
 	r.applied = e.Index
+	if r.snaps != nil {
+		r.snaps.noteApplied(&e)
+	}
 	r.stats.Applied.Store(e.Index)
 	for len(r.proposals) > 0 && r.proposals[0].index <= e.Index {
 		p := r.proposals[0]
@@ -307,5 +322,6 @@ func (r *Replica) noteRole(role raft.Role, lead raft.NodeID) {
 			markReadsLeaderLost.Hit()
 		}
 		r.failReads(ErrLeaderChanged)
+		r.dropSenders()
 	}
 }

@@ -36,10 +36,14 @@ type Config struct {
 	WAL      *wal.WAL
 	Recovery *wal.Recovery
 	// Applied is the index the state machine has already applied (0 for an
-	// empty state machine rebuilt from the log).
+	// empty state machine rebuilt from the log). With Snapshots it must be
+	// 0: the replica restores the state machine from its snapshot.
 	Applied      uint64
 	StateMachine StateMachine
-	Transport    Transport
+	// Snapshots turns snapshots and compaction on (nil: off, the log grows
+	// for ever). StateMachine must then implement Snapshotter.
+	Snapshots *SnapshotOptions
+	Transport Transport
 	// Logger receives every transition once, every alert, every refusal
 	// (rate-limited). Default slog.Default().
 	Logger *slog.Logger
@@ -133,6 +137,9 @@ type Replica struct {
 	fence raft.Outcome // the fence last logged (transitions.go)
 	stats Stats
 	alert alertLimiter
+
+	// snaps is the snapshot machinery, nil without Config.Snapshots.
+	snaps *snapRuntime
 }
 
 type pendingProposal struct {
@@ -174,15 +181,28 @@ func New(cfg Config) (*Replica, error) {
 	// "What the driver must do", item 5).
 	lost := rec.HardStateVerdict == wal.Truncated || w.HardStateLost()
 	boot := raft.Boot{HardState: hs, Verdict: verdictFromWAL(rec.Verdict), Applied: cfg.Applied, HardStateLost: lost}
+	r := &Replica{
+		cfg: cfg, id: rc.ID, w: w, sm: cfg.StateMachine, tr: cfg.Transport,
+		log: cfg.Logger.With("node", uint64(rc.ID)), bugs: cfg.TestingBugs,
+		applied: cfg.Applied, ingress: map[uint64]wal.Record{},
+	}
+	if err := r.bootWithSnapshots(&boot); err != nil {
+		return nil, err
+	}
+	if rc.Trace != nil && boot.Snapshot.Index > 0 && boot.TracePrefix == nil && w.FirstIndex() > 1 {
+		// The trace keeps the whole log, and the snapshot this boot
+		// restarts from was made (or restored) without tracing: its
+		// prefix's terms and values are unknown. Tracing is off until a
+		// boot from a snapshot made while tracing.
+		r.log.Warn("replica: tracing off for this boot: the snapshot it restarts from carries no trace prefix (made without tracing)",
+			"snapshot_index", boot.Snapshot.Index)
+		rc.Trace = nil
+	}
 	node, err := raft.NewNode(rc, boot)
 	if err != nil {
 		return nil, fmt.Errorf("replica: boot: %w", err)
 	}
-	r := &Replica{
-		cfg: cfg, id: rc.ID, node: node, w: w, sm: cfg.StateMachine, tr: cfg.Transport,
-		log: cfg.Logger.With("node", uint64(rc.ID)), bugs: cfg.TestingBugs,
-		applied: cfg.Applied, ingress: map[uint64]wal.Record{},
-	}
+	r.node = node
 	r.alert.init()
 	r.progress = w.Progress()
 	r.advanced = r.progress
@@ -364,6 +384,9 @@ func (r *Replica) input(ev Event) {
 		r.step(&ev.Msg)
 	case EventTick:
 		r.node.Tick()
+		r.tickSnapshots()
+	case EventJob:
+		r.jobDone(ev.Job)
 	case EventPropose:
 		r.propose(ev.Proposals)
 	case EventRead:
@@ -386,6 +409,10 @@ func (r *Replica) input(ev Event) {
 // step verifies an incoming message and hands it to the core.
 func (r *Replica) step(m *Message) {
 	r.stats.MessagesReceived.Add(1)
+	if m.Type == raft.MsgSnap {
+		r.handleSnapMessage(m)
+		return
+	}
 	if m.Type == raft.MsgApp && r.bugs&BugNoChainCheck == 0 {
 		if err := r.verifyApp(m); err != nil {
 			r.refuse(m, err)
@@ -466,5 +493,8 @@ func (r *Replica) Close() error {
 	}
 	r.proposals, r.durableTimed = nil, 0
 	r.failReads(ErrClosed)
+	if r.snaps != nil {
+		r.snaps.closeSnapshots()
+	}
 	return r.w.Close()
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/wal"
@@ -17,6 +18,10 @@ type Runner struct {
 	statusCh chan chan Status
 	tick     time.Duration
 	stopped  chan struct{}
+	// jobsDone returns the replica's jobs (snapshots written or verified)
+	// from their goroutines; jobsOut counts those out.
+	jobsDone chan *Job
+	jobsOut  sync.WaitGroup
 }
 
 // RunOptions configure a Runner.
@@ -42,13 +47,28 @@ func NewRunner(r *Replica, o RunOptions) *Runner {
 		o.InboxMax = 4096
 	}
 	return &Runner{r: r, inbox: make(chan Event, o.InboxMax), statusCh: make(chan chan Status),
-		tick: o.TickInterval, stopped: make(chan struct{})}
+		tick: o.TickInterval, stopped: make(chan struct{}), jobsDone: make(chan *Job, 4)}
+}
+
+// handle is Handle, then the jobs it handed out start, each on a goroutine
+// of its own: a snapshot's I/O never holds up the replica.
+func (rn *Runner) handle(ev Event) {
+	rn.r.Handle(ev)
+	for j := rn.r.TakeJob(); j != nil; j = rn.r.TakeJob() {
+		rn.jobsOut.Add(1)
+		go func() {
+			defer rn.jobsOut.Done()
+			_ = j.Run()
+			rn.jobsDone <- j
+		}()
+	}
 }
 
 // Run owns the replica until ctx ends. It never blocks on the disk: the
 // WAL's own goroutines do the I/O and notify.
 func (rn *Runner) Run(ctx context.Context) {
 	defer close(rn.stopped)
+	defer rn.waitJobs()
 	t := time.NewTicker(rn.tick)
 	defer t.Stop()
 	w := rn.r.w
@@ -58,7 +78,7 @@ func (rn *Runner) Run(ctx context.Context) {
 		notify := w.Notify()
 		if p := w.Progress(); !sameProgress(p, last) {
 			last = p
-			rn.r.Handle(Event{Kind: EventWAL, Progress: p})
+			rn.handle(Event{Kind: EventWAL, Progress: p})
 			continue
 		}
 		select {
@@ -66,15 +86,31 @@ func (rn *Runner) Run(ctx context.Context) {
 			return
 		case <-notify:
 		case <-t.C:
-			rn.r.Handle(Event{Kind: EventTick})
+			rn.handle(Event{Kind: EventTick})
 		case reply := <-rn.statusCh:
 			reply <- rn.r.Status()
+		case j := <-rn.jobsDone:
+			rn.handle(Event{Kind: EventJob, Job: j})
 		case ev := <-rn.inbox:
 			batch = rn.drain(append(batch[:0], ev))
 			for _, ev := range batch {
-				rn.r.Handle(ev)
+				rn.handle(ev)
 			}
 			clear(batch)
+		}
+	}
+}
+
+// waitJobs waits for the jobs still out when Run stops (their results are
+// dropped: a snapshot half made is a tmp file the next boot removes).
+func (rn *Runner) waitJobs() {
+	done := make(chan struct{})
+	go func() { rn.jobsOut.Wait(); close(done) }()
+	for {
+		select {
+		case <-rn.jobsDone:
+		case <-done:
+			return
 		}
 	}
 }

@@ -101,6 +101,12 @@ type Status struct {
 	// StepLost: the failure came while a step of the core was not yet
 	// durable (see Replica.stepLost).
 	StepLost bool
+	// Snapshot is the newest durable snapshot (zero without one);
+	// Snapshots its counters.
+	Snapshot  raft.SnapshotInfo
+	Snapshots SnapshotStats
+	// SnapshotBoot is the row of the boot with snapshots (snapboot.go).
+	SnapshotBoot string
 }
 
 // Status returns the replica's status. Call it on the replica's goroutine
@@ -112,6 +118,9 @@ func (r *Replica) Status() Status {
 		st.Failure = r.failErr.Error()
 	}
 	st.StepLost = r.stepLost
+	if r.snaps != nil {
+		st.Snapshot, st.Snapshots, st.SnapshotBoot = r.snaps.cur.info(), r.snaps.stats, r.snaps.bootRow
+	}
 	return st
 }
 

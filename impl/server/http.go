@@ -35,6 +35,7 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("/v1/status", n.get(n.handleStatus))
 	mux.HandleFunc("/v1/members", n.get(n.handleMembers))
 	mux.HandleFunc("/v1/transfer", n.handleTransfer)
+	mux.HandleFunc("/v1/backup", n.get(n.handleBackup))
 	mux.HandleFunc("/healthz", n.get(n.handleHealth))
 	mux.HandleFunc("/readyz", n.get(n.handleReady))
 	mux.Handle("/metrics", n.get(n.metricsHandler().ServeHTTP))
@@ -308,6 +309,14 @@ func (n *Node) awaitLeader(ctx context.Context) (raft.NodeID, string) {
 func (n *Node) forward(w http.ResponseWriter, r *http.Request, body []byte, e *Error) {
 	n.stats.Forwarded.Add(1)
 	ctx, cancel := n.requestContext(r)
+	relayMax := int64(kv.ValueBytesMax + 1<<16)
+	if r.URL.Path == "/v1/backup" {
+		// A backup streams the whole store: bounded by the client's
+		// patience, not the request timeout.
+		cancel()
+		ctx, cancel = context.WithCancel(r.Context())
+		relayMax = backupBytesMax
+	}
 	defer cancel()
 	var wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }})
@@ -338,14 +347,14 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, body []byte, e *E
 		return
 	}
 	defer resp.Body.Close()
-	for _, h := range []string{"Content-Type", "ETag", "Retry-After", headerIndex} {
+	for _, h := range []string{"Content-Type", "ETag", "Retry-After", headerIndex, headerBackupTerm, headerBackupHash} {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
 		}
 	}
 	w.Header().Set(headerForwarded, strconv.FormatUint(uint64(n.cfg.ID), 10))
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, io.LimitReader(resp.Body, kv.ValueBytesMax+1<<16))
+	_, _ = io.Copy(w, io.LimitReader(resp.Body, relayMax))
 }
 
 // TransferRequest is the body of POST /v1/transfer.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"sync"
 
 	"github.com/durableraft/durableraft/impl/kv"
@@ -33,7 +34,10 @@ type checkpoint struct {
 
 const checkpointsMax = 64
 
-var _ replica.StateMachine = (*machine)(nil)
+var (
+	_ replica.StateMachine = (*machine)(nil)
+	_ replica.Snapshotter  = (*machine)(nil)
+)
 
 func newMachine(opts kv.Options) *machine { return &machine{st: kv.NewStore(opts)} }
 
@@ -77,6 +81,39 @@ func (m *machine) lastCheckpoint() checkpoint {
 		return checkpoint{}
 	}
 	return m.checkpoints[len(m.checkpoints)-1]
+}
+
+// Snapshot implements replica.Snapshotter: a clone of the store as of the
+// last entry applied (one pass over the keys, on the replica's goroutine),
+// which writes itself while the store goes on applying.
+func (m *machine) Snapshot() (func(w io.Writer) error, error) {
+	m.mu.RLock()
+	c := m.st.Clone()
+	m.mu.RUnlock()
+	return c.Snapshot, nil
+}
+
+// Restore implements replica.Snapshotter: the store becomes the state r
+// streams, which must end at (index, term); on any error it is unchanged.
+// Readers wait while the stream is read (an install or a boot). The state
+// check's checkpoints start again from the snapshot: the hashes recorded
+// before were of the state this one replaces (and the snapshot's own index
+// is one when it is a multiple of checkEvery).
+func (m *machine) Restore(r io.Reader, index, term uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.st.RestoreAt(r, index, term); err != nil {
+		return err
+	}
+	m.checkpoints = m.checkpoints[:0]
+	if m.checkEvery > 0 && index > 0 && index%m.checkEvery == 0 {
+		h := m.st.Hash()
+		if m.divergeAt != 0 && index >= m.divergeAt {
+			h ^= 0x5eed
+		}
+		m.checkpoints = append(m.checkpoints, checkpoint{index, h})
+	}
+	return nil
 }
 
 // get reads key. The value is the store's own, never modified.

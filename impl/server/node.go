@@ -41,6 +41,14 @@ type Config struct {
 	// WALSyncDelay is wal.Options.SyncDelay (--wal-sync-ms): the bound on
 	// the group-commit delay, never a durability gap.
 	WALSyncDelay time.Duration
+	// WALSegmentBytes is wal.Options.SegmentBytes (--wal-segment-bytes):
+	// compaction frees whole segments, so it is also the granularity of
+	// compaction (0: the WAL's default, 64 MiB; at least
+	// WALSegmentBytesMin, a multiple of 4096).
+	WALSegmentBytes int64
+	// Snapshot is the compaction policy (--snapshot-*): snapshots of the
+	// KV store are files under DataDir/snap, on FS beside the WAL.
+	Snapshot SnapshotConfig
 	// TraceDir, when set, receives the core's trace (raft.Config.Trace):
 	// one ndjson file per boot.
 	TraceDir string
@@ -89,6 +97,23 @@ type Config struct {
 	// node cut off from the leader then raises its term and disrupts the
 	// leader when it returns (conformance/proc's partition test shows it).
 	TestingNoPreVote bool
+}
+
+// WALSegmentBytesMin is the smallest WALSegmentBytes: a segment holds four
+// of the largest entries (the WAL's entry bound is a quarter of a segment,
+// at most 1 MiB, and a KV command may take kv.CommandBytesMax).
+const WALSegmentBytesMin = 4 << 20
+
+// SnapshotConfig is the snapshot and compaction policy. A node always
+// takes a snapshot a leader sends it; it makes its own, and compacts its
+// log below them, once Entries entries or Bytes bytes of entry data were
+// applied since its last one (both 0: never, the log grows for ever).
+// KeepEntries stay below a snapshot (0: Entries/4), so that a follower a
+// little behind catches up from the log; ChunkBytes is the transfer chunk
+// and the file's block (0: 64 KiB).
+type SnapshotConfig struct {
+	Entries, Bytes, KeepEntries uint64
+	ChunkBytes                  int
 }
 
 func (c *Config) defaults() {
@@ -176,6 +201,9 @@ func Open(cfg Config) (*Node, error) {
 	if err := checkBinds(&cfg); err != nil {
 		return nil, err
 	}
+	if s := cfg.WALSegmentBytes; s != 0 && (s < WALSegmentBytesMin || s%4096 != 0) {
+		return nil, fmt.Errorf("server: WAL segments of %d bytes: at least %d, a multiple of 4096", s, WALSegmentBytesMin)
+	}
 	log := cfg.Logger.With("node", uint64(cfg.ID))
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
@@ -223,7 +251,7 @@ func (n *Node) open() error {
 		n.log.Warn("server: TESTING MODE: not for real data", "lossy_fs", cfg.TestingLossyFS, "fail_sync_file", cfg.TestingFailSyncFile,
 			"core_bugs", cfg.TestingCoreBugs.String(), "replica_bugs", cfg.TestingReplicaBugs.String(), "no_pre_vote", cfg.TestingNoPreVote, "diverge_at", cfg.TestingDivergeAt)
 	}
-	w, rec, err := wal.Open(timedFS{FS: cfg.FS, m: n.metrics}, filepath.Join(cfg.DataDir, "wal"), wal.Options{SyncDelay: cfg.WALSyncDelay,
+	w, rec, err := wal.Open(timedFS{FS: cfg.FS, m: n.metrics}, filepath.Join(cfg.DataDir, "wal"), wal.Options{SyncDelay: cfg.WALSyncDelay, SegmentBytes: cfg.WALSegmentBytes,
 		Logger: n.log, ObserveFlush: func(records int) { n.metrics.flushes.Observe(float64(records)) }})
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
@@ -252,9 +280,12 @@ func (n *Node) open() error {
 		rc.Trace = n.trace
 	}
 	n.sm = newMachine(kv.Options{})
+	so := &replica.SnapshotOptions{FS: cfg.FS, Dir: filepath.Join(cfg.DataDir, "snap"), Entries: cfg.Snapshot.Entries,
+		Bytes: cfg.Snapshot.Bytes, KeepEntries: cfg.Snapshot.KeepEntries, ChunkBytes: cfg.Snapshot.ChunkBytes}
 	n.sm.checkEvery, n.sm.divergeAt = cfg.StateCheckEvery, cfg.TestingDivergeAt
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
-		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Now: time.Now, ObserveStage: n.metrics.observeStage})
+		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Snapshots: so,
+		Now: time.Now, ObserveStage: n.metrics.observeStage})
 	if err != nil {
 		w.Close()
 		return err

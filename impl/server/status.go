@@ -43,6 +43,7 @@ type StatusBody struct {
 	Pending         int    `json:"pending"`
 
 	Recovery  RecoveryBody                        `json:"recovery"`
+	Snapshot  SnapshotBody                        `json:"snapshot"`
 	WAL       WALBody                             `json:"wal"`
 	Progress  map[raft.NodeID]raft.ProgressStatus `json:"progress,omitempty"`
 	KV        KVStatus                            `json:"kv"`
@@ -68,6 +69,24 @@ type RecoveryBody struct {
 	LastIndex        uint64 `json:"last_index"`
 	HardStateVerdict string `json:"hard_state_verdict"`
 	FirstBoot        bool   `json:"first_boot"`
+}
+
+// SnapshotBody is the newest snapshot, the log's first index (what
+// compaction left), the boot's snapshot row and the counters.
+type SnapshotBody struct {
+	Index      uint64            `json:"index"`
+	Term       uint64            `json:"term"`
+	FirstIndex uint64            `json:"first_index"`
+	BootRow    string            `json:"boot_row,omitempty"`
+	Stats      map[string]uint64 `json:"stats"`
+}
+
+func snapshotStats(s replica.SnapshotStats) map[string]uint64 {
+	return map[string]uint64{"made": s.Made, "make_failed": s.MakeFailed, "installed": s.Installed, "compactions": s.Compactions,
+		"chunks_sent": s.ChunksSent, "chunks_received": s.ChunksReceived, "chunks_refused": s.ChunksRefused, "resends": s.Resends,
+		"transfers_started": s.TransfersStarted, "transfers_done": s.TransfersDone, "transfers_failed": s.TransfersFailed,
+		"transfer_restarts": s.TransferRestarts, "verify_failed": s.VerifyFailed, "quarantined": s.Quarantined,
+		"bytes_sent": s.BytesSent, "bytes_received": s.BytesReceived}
 }
 
 // WALBody is the WAL's progress.
@@ -130,6 +149,8 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 		Holding: st.Holding, Queued: st.Queued, Pending: st.Pending,
 		Recovery: RecoveryBody{Verdict: n.rec.Verdict.String(), Case: n.rec.Case, Reason: n.rec.Reason, FirstIndex: n.rec.IndexFirst,
 			LastIndex: n.rec.IndexLast, HardStateVerdict: n.rec.HardStateVerdict.String(), FirstBoot: n.firstBoot},
+		Snapshot: SnapshotBody{Index: st.Snapshot.Index, Term: st.Snapshot.Term, FirstIndex: n.w.FirstIndex(), BootRow: st.SnapshotBoot,
+			Stats: snapshotStats(st.Snapshots)},
 		WAL:      WALBody{DurableIndex: st.WAL.DurableIndex, DurableTerm: st.WAL.DurableTerm, Synced: st.WAL.Synced, Syncs: ws.Syncs, Records: ws.RecordsSynced},
 		Progress: st.Progress, KV: n.sm.status(),
 		Replica: map[string]uint64{

@@ -237,6 +237,10 @@ func TestTLSRefusals(t *testing.T) {
 			"client writer (write) of cluster"},
 		{"a writer transfers through a follower", writer, "POST", fol, "/v1/transfer", fmt.Sprintf(`{"to":%d}`, fol), nil, 403, CodeForbidden, fol,
 			"has the role write; this needs admin"},
+		{"a writer asks for a backup", writer, "GET", lead, "/v1/backup", "", nil, 403, CodeForbidden, lead,
+			"has the role write; this needs admin"},
+		{"a writer asks for a backup through a follower", writer, "GET", fol, "/v1/backup", "", nil, 403, CodeForbidden, fol,
+			"has the role write; this needs admin"},
 		{"a member's certificate as a client's", member, "GET", lead, "/v1/kv/k", "", nil, 403, CodeForbidden, lead,
 			"a member's certificate is not a client certificate"},
 		{"a member's certificate as a client's, at its own node", member, "PUT", fol, "/v1/kv/k", "x", nil, 403, CodeForbidden, fol,
@@ -259,6 +263,13 @@ func TestTLSRefusals(t *testing.T) {
 		if tc.nodes[fol].stats.Forwarded.Load() != fwdBefore {
 			t.Errorf("%s: forwarded", r.name)
 		}
+	}
+	// An admin's backup through a follower: forwarded with its role, the
+	// whole stream relayed, and it verifies.
+	if r := tc.eventually(admin, "GET", fol, "/v1/backup", ""); r.status != 200 || r.header.Get(headerForwarded) == "" {
+		t.Fatalf("an admin's backup through a follower: %d %s", r.status, r.body)
+	} else if got, err := VerifyBackup(strings.NewReader(r.body)); err != nil || got.Keys != 1 || r.header.Get(headerBackupHash) != got.Hash {
+		t.Fatalf("the backup: %+v, %v (hash header %s)", got, err, r.header.Get(headerBackupHash))
 	}
 	// An admin transfers through a follower: forwarded with its role.
 	if r := tc.eventually(admin, "POST", fol, "/v1/transfer", fmt.Sprintf(`{"to":%d}`, fol)); r.status != 200 {

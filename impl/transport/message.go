@@ -25,11 +25,20 @@ type Limits struct {
 	EntriesMax int
 	// EntryBytesMax bounds one entry's data (the WAL's EntryBytesMax).
 	EntryBytesMax int
+	// ChunkBytesMax bounds the data of one snapshot chunk (0: 1 MiB).
+	ChunkBytesMax int
 }
 
 // DefaultLimits are generous against the core's defaults (256 entries and
-// 1 MiB per AppendEntries, 1 MiB per entry).
-var DefaultLimits = Limits{EntriesMax: 1 << 14, EntryBytesMax: 1 << 20}
+// 1 MiB per AppendEntries, 1 MiB per entry, chunks of 64 KiB).
+var DefaultLimits = Limits{EntriesMax: 1 << 14, EntryBytesMax: 1 << 20, ChunkBytesMax: 1 << 20}
+
+func (l Limits) chunkBytesMax() int {
+	if l.ChunkBytesMax <= 0 {
+		return 1 << 20
+	}
+	return l.ChunkBytesMax
+}
 
 // headerBytesMax bounds the encoding of a core message without entries
 // (3 bytes, 15 uvarints of at most 10 bytes, a checksum).
@@ -50,9 +59,16 @@ func AppendMessage(e *wire.Encoder, m *replica.Message) error {
 	if m.Type != raft.MsgApp && (len(m.Records) != 0 || m.PrevChecksum != 0) {
 		return fmt.Errorf("transport: %v carries records or a chain value", m.Type)
 	}
+	if (m.Type == raft.MsgSnap) != (m.Chunk != nil) {
+		return fmt.Errorf("transport: %v with a snapshot chunk %v", m.Type, m.Chunk != nil)
+	}
 	hdr := m.Message
 	hdr.Entries = nil
 	e.Bytes(raft.MarshalMessage(&hdr))
+	if m.Type == raft.MsgSnap {
+		appendChunk(e, m.Chunk)
+		return nil
+	}
 	if m.Type != raft.MsgApp {
 		return nil
 	}
@@ -81,6 +97,10 @@ func DecodeMessage(d *wire.Decoder, lim Limits) (replica.Message, error) {
 		return m, fmt.Errorf("%w: %w", wire.ErrFrame, err)
 	}
 	m.Message = core
+	if core.Type == raft.MsgSnap {
+		m.Chunk = decodeChunk(d, lim.chunkBytesMax())
+		return m, d.Err()
+	}
 	if core.Type != raft.MsgApp {
 		return m, nil
 	}
@@ -138,4 +158,40 @@ func DecodeBatch(payload []byte, lim Limits) ([]replica.Message, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// A snapshot transfer message (replica.SnapChunk) after its header:
+//
+//	kind    u8
+//	flags   u8       bit 0 Restart; others zero
+//	offset  u64
+//	size    u64
+//	sum     u32      CRC-32C of data (checked by the replica)
+//	data    bytes    at most Limits.ChunkBytesMax
+//	reason  string   at most replica.ReasonBytesMax
+func appendChunk(e *wire.Encoder, c *replica.SnapChunk) {
+	e.U8(uint8(c.Kind))
+	var flags uint8
+	if c.Restart {
+		flags |= 1
+	}
+	e.U8(flags)
+	e.U64(c.Offset)
+	e.U64(c.Size)
+	e.U32(c.Sum)
+	e.Bytes(c.Data)
+	e.String(c.Reason)
+}
+
+func decodeChunk(d *wire.Decoder, dataMax int) *replica.SnapChunk {
+	c := &replica.SnapChunk{Kind: replica.ChunkKind(d.U8("chunk kind"))}
+	flags := d.U8("chunk flags")
+	if flags&^1 != 0 {
+		d.Fail("chunk flags %#x", flags)
+	}
+	c.Restart = flags&1 != 0
+	c.Offset, c.Size, c.Sum = d.U64("chunk offset"), d.U64("chunk size"), d.U32("chunk sum")
+	c.Data = d.Bytes("chunk data", dataMax)
+	c.Reason = d.String("chunk reason", replica.ReasonBytesMax)
+	return c
 }

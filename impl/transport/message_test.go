@@ -38,6 +38,12 @@ func sampleMessages() []replica.Message {
 		{Message: raft.Message{Type: raft.MsgTimeoutNow, From: 1, To: 2, Term: 7}},
 		appMessage(10, 0xdeadbeef, 0), // a heartbeat
 		appMessage(10, 0x1234, 3),
+		{Message: raft.Message{Type: raft.MsgSnap, From: 1, To: 2, Term: 7, PrevLogIndex: 90, PrevLogTerm: 6, LeaderCommit: 95},
+			Chunk: &replica.SnapChunk{Kind: replica.ChunkData, Offset: 4096, Size: 10000, Data: []byte("chunk bytes"), Sum: 0xfeedf00d}},
+		{Message: raft.Message{Type: raft.MsgSnap, From: 2, To: 1, Term: 7, PrevLogIndex: 90, PrevLogTerm: 6},
+			Chunk: &replica.SnapChunk{Kind: replica.ChunkAck, Offset: 4107}},
+		{Message: raft.Message{Type: raft.MsgSnap, From: 2, To: 1, Term: 7, PrevLogIndex: 90, PrevLogTerm: 6},
+			Chunk: &replica.SnapChunk{Kind: replica.ChunkRefuse, Restart: true, Reason: "verification failed"}},
 	}
 }
 
@@ -96,6 +102,9 @@ func TestDecodeRefusals(t *testing.T) {
 		{"record index gap", enc(gap), DefaultLimits},
 		{"too many records", enc(app), Limits{EntriesMax: 1, EntryBytesMax: 1 << 20}},
 		{"entry too large", enc(appMessage(10, 1, 3)), Limits{EntriesMax: 10, EntryBytesMax: 5}},
+		{"chunk too large", enc(sampleMessages()[7]), Limits{EntriesMax: 10, EntryBytesMax: 5, ChunkBytesMax: 4}},
+		{"chunk flags", func() []byte { b := enc(sampleMessages()[8]); b[len(b)-29] = 2; return b }(), DefaultLimits},
+		{"chunk truncated", func() []byte { b := enc(sampleMessages()[8]); return b[:len(b)-1] }(), DefaultLimits},
 	}
 	for _, r := range rows {
 		if _, err := DecodeBatch(r.b, r.lim); !errors.Is(err, wire.ErrFrame) {
@@ -114,6 +123,16 @@ func TestEncodeRefusesMismatchedRecords(t *testing.T) {
 	v.PrevChecksum = 1
 	if _, err := EncodeBatch(nil, []replica.Message{v}); err == nil {
 		t.Fatal("a vote with a chain value encoded")
+	}
+	s := sampleMessages()[7]
+	s.Chunk = nil
+	if _, err := EncodeBatch(nil, []replica.Message{s}); err == nil {
+		t.Fatal("a snapshot message without its chunk encoded")
+	}
+	v = sampleMessages()[0]
+	v.Chunk = &replica.SnapChunk{Kind: replica.ChunkAck}
+	if _, err := EncodeBatch(nil, []replica.Message{v}); err == nil {
+		t.Fatal("a vote with a snapshot chunk encoded")
 	}
 }
 

@@ -48,6 +48,9 @@ func sizeOf(m *replica.Message) int {
 	for _, r := range m.Records {
 		n += 4 + len(r)
 	}
+	if m.Chunk != nil {
+		n += 30 + len(m.Chunk.Data) + len(m.Chunk.Reason)
+	}
 	return n
 }
 

@@ -241,15 +241,37 @@ func (w *WAL) Reset(index, term uint64) error {
 	if index < w.base.index {
 		return fmt.Errorf("%w: reset to %d below the compaction watermark %d", ErrCompacted, index, w.base.index)
 	}
+	return w.resetLocked(index, term, chainSeed(index, term))
+}
+
+// ResetChain is Reset with the chain value at index given: the checksum of the record
+// at index in the log the snapshot was taken from (its Checksum(index)), so that the
+// records a peer ships after index chain to the restarted log (AppendRecords) exactly
+// as they chain in the peer's. Unlike Reset it may go below the compaction watermark
+// (a recovery that must throw a compacted log away, index 0 included: an empty log);
+// index 0 takes term 0. A term of 0 with a positive index is ErrInvalid.
+func (w *WAL) ResetChain(index, term uint64, checksum uint32) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.writableLocked(); err != nil {
+		return err
+	}
+	if (index == 0) != (term == 0) {
+		return fmt.Errorf("%w: reset to %d at term %d", ErrInvalid, index, term)
+	}
+	return w.resetLocked(index, term, checksum)
+}
+
+func (w *WAL) resetLocked(index, term uint64, checksum uint32) error {
 	oldTerm := term // the old log's term at index, where it has one
 	switch {
 	case index == w.base.index:
 		oldTerm = w.base.term
-	case index <= w.tip.index:
+	case index > w.base.index && index <= w.tip.index:
 		oldTerm = w.metas[index-w.base.index-1].term
 	}
-	base := chainTip{index: index, term: term, checksum: chainSeed(index, term)}
-	w.markRemovedLocked(w.base.index + 1)
+	base := chainTip{index: index, term: term, checksum: checksum}
+	w.markRemovedLocked(min(w.base.index, index) + 1)
 	w.base, w.tip, w.metas = base, base, nil
 	clear(w.cache)
 	w.cache, w.cacheFirst, w.cacheBytes = nil, index+1, 0
@@ -323,3 +345,8 @@ func (w *WAL) SubmitCompact(throughIndex uint64) (uint64, error) {
 	ring(w.wakeCh)
 	return w.ticketLast, nil
 }
+
+// ChainSeed is the chain value before the first record of a log that
+// starts after (index, term) with nothing before it (Reset's): ResetChain
+// to an empty log at 0 takes ChainSeed(0, 0).
+func ChainSeed(index, term uint64) uint32 { return chainSeed(index, term) }
