@@ -164,12 +164,39 @@ func (r *Replica) bootSnapshots(ctx context.Context) (snapBoot, error) {
 	}
 	b.row = decideBoot(have, have && walHolds(r.w, &b.meta), r.w.FirstIndex() > 1)
 	b.truncated = b.row.truncated
+	if b.truncated {
+		if err := r.markTruncatedBoot(); err != nil {
+			return b, err
+		}
+	}
 	if err := r.carryOutBoot(ctx, &b); err != nil {
 		return b, err
 	}
 	r.log.Info("replica: boot with snapshots", "row", b.row.row, "why", b.row.why, "snapshot", b.name,
 		"index", b.info.Index, "term", b.info.Term, "first_index", r.w.FirstIndex(), "last_index", r.w.LastIndex())
 	return b, nil
+}
+
+// markTruncatedBoot writes the TRUNCATED mark (TruncatedAtTerm: the current
+// term, at least 1, as raft.NewNode sets it) durably before a truncating
+// row's reset cuts the log, as wal.Open does for its own cuts: were the
+// reset durable first, a crash before the core's first Ready was persisted
+// would boot the reset log CLEAN (B1), and the member would vote on a log
+// that lost entries it may have acknowledged (the boot window, spec -bug
+// mark-after-cut). A member whose hard state is lost runs passive: no mark.
+func (r *Replica) markTruncatedBoot() error {
+	if r.w.HardStateLost() {
+		return nil
+	}
+	hs := r.w.HardState()
+	if hs.TruncatedAtTerm == max(hs.Term, 1) {
+		return nil
+	}
+	hs.TruncatedAtTerm = max(hs.Term, 1)
+	if err := r.w.SetHardState(hs); err != nil {
+		return fmt.Errorf("replica: boot: write the TRUNCATED mark: %w", err)
+	}
+	return nil
 }
 
 // carryOutBoot performs a row's action.

@@ -384,6 +384,9 @@ func (r *Replica) bootWithSnapshots(boot *raft.Boot) error {
 	r.applied = b.info.Index
 	if b.truncated {
 		boot.Verdict = raft.VerdictTruncated
+		if !boot.HardStateLost {
+			boot.HardState = hardStateFromWAL(r.w.HardState()) // with the mark (markTruncatedBoot)
+		}
 	}
 	return nil
 }
