@@ -134,7 +134,10 @@ func (c *canonicalizer) serverKey(k []byte, s *State, i ServerID) []byte {
 		vote = 2
 	}
 	k = append(k, vote, byte(s.VotesResponded[i].Len()), byte(s.VotesGranted[i].Len()))
-	return append(k, s.DurableLen[i], s.LearnedCommit[i], byte(s.Verdict[i]), s.TruncatedAtTerm[i], byte(s.StaleLog[i].Len()))
+	k = append(k, s.DurableLen[i], s.LearnedCommit[i], byte(s.Verdict[i]), s.TruncatedAtTerm[i], byte(s.StaleLog[i].Len()))
+	// The persistence window (production profile): the persisted hard
+	// state's term and mark, and how much is held and stale-durable.
+	return append(k, s.Persisted[i].CurrentTerm, s.Persisted[i].TruncatedAtTerm, byte(len(s.Held[i])), s.StaleDurable[i])
 }
 
 // sortServers orders the servers by key and reports whether the only
@@ -296,6 +299,19 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		dst.Verdict[j] = s.Verdict[i]
 		dst.TruncatedAtTerm[j] = s.TruncatedAtTerm[i]
 		dst.StaleLog[j] = renameLog(s.StaleLog[i], r.val)
+		// The production profile's persistence window (window.go).
+		dst.Persisted[j] = PersistedOf[uint8]{CurrentTerm: s.Persisted[i].CurrentTerm, VotedFor: r.srv[s.Persisted[i].VotedFor],
+			TruncatedAtTerm: s.Persisted[i].TruncatedAtTerm}
+		dst.StaleDurable[j] = s.StaleDurable[i]
+		if len(s.Held[i]) > 0 {
+			held := make([]BagEntry, len(s.Held[i]))
+			for k, e := range s.Held[i] {
+				renameMessage(&e.M, r)
+				held[k] = e
+			}
+			slices.SortFunc(held, func(a, b BagEntry) int { return compareMessage(&a.M, &b.M) })
+			dst.Held[j] = held
+		}
 	}
 	c.msgs = c.msgs[:0]
 	for _, e := range s.Messages {
