@@ -135,16 +135,9 @@ func (c *canonicalizer) serverKey(k []byte, s *State, i ServerID) []byte {
 	}
 	k = append(k, vote, byte(s.VotesResponded[i].Len()), byte(s.VotesGranted[i].Len()))
 	k = append(k, s.DurableLen[i], s.LearnedCommit[i], byte(s.Verdict[i]), s.TruncatedAtTerm[i], byte(s.StaleLog[i].Len()))
-	p := s.Persisted[i]
-	pvote := byte(0)
-	switch p.VotedFor {
-	case Nil:
-	case i:
-		pvote = 1
-	default:
-		pvote = 2
-	}
-	return append(k, s.StaleDurable[i], p.CurrentTerm, pvote, p.TruncatedAtTerm, byte(len(s.Held[i])))
+	// The persistence window (production profile): the persisted hard
+	// state's term and mark, and how much is held and stale-durable.
+	return append(k, s.Persisted[i].CurrentTerm, s.Persisted[i].TruncatedAtTerm, byte(len(s.Held[i])), s.StaleDurable[i])
 }
 
 // sortServers orders the servers by key and reports whether the only
@@ -282,21 +275,6 @@ func renameMessage(msg *Message, r *renaming) {
 	msg.Mlog = renameLog(msg.Mlog, r.val)
 }
 
-// renameBag is a bag (held[i]) with its messages renamed by r, in bag
-// order; nil for an empty one (the spec's empty held bag).
-func renameBag(bag []BagEntry, r *renaming) []BagEntry {
-	if len(bag) == 0 {
-		return nil
-	}
-	out := make([]BagEntry, 0, len(bag))
-	for _, e := range bag {
-		renameMessage(&e.M, r)
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b BagEntry) int { return compareMessage(&a.M, &b.M) })
-	return out
-}
-
 // rename sets dst to s with the servers and values renamed by r. Every
 // field of State is either renamed here or names neither a server nor a
 // value (TestRenameCoversState keeps the list).
@@ -321,10 +299,19 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		dst.Verdict[j] = s.Verdict[i]
 		dst.TruncatedAtTerm[j] = s.TruncatedAtTerm[i]
 		dst.StaleLog[j] = renameLog(s.StaleLog[i], r.val)
+		// The production profile's persistence window (window.go).
+		dst.Persisted[j] = PersistedOf[uint8]{CurrentTerm: s.Persisted[i].CurrentTerm, VotedFor: r.srv[s.Persisted[i].VotedFor],
+			TruncatedAtTerm: s.Persisted[i].TruncatedAtTerm}
 		dst.StaleDurable[j] = s.StaleDurable[i]
-		dst.Persisted[j] = s.Persisted[i]
-		dst.Persisted[j].VotedFor = r.srv[s.Persisted[i].VotedFor]
-		dst.Held[j] = renameBag(s.Held[i], r)
+		if len(s.Held[i]) > 0 {
+			held := make([]BagEntry, len(s.Held[i]))
+			for k, e := range s.Held[i] {
+				renameMessage(&e.M, r)
+				held[k] = e
+			}
+			slices.SortFunc(held, func(a, b BagEntry) int { return compareMessage(&a.M, &b.M) })
+			dst.Held[j] = held
+		}
 	}
 	c.msgs = c.msgs[:0]
 	for _, e := range s.Messages {
