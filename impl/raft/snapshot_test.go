@@ -387,8 +387,12 @@ func TestStepSnapshotTable(t *testing.T) {
 			if st.Last != s || st.Commit != s || st.Applied != s || st.Durable != s || st.Role != RoleFollower || st.Lead != 1 {
 				t.Fatalf("after install: %+v", st)
 			}
-			if st.HardState.LearnedCommit < tc.m.LeaderCommit || !rd.HardStateChanged {
-				t.Fatalf("learned commit %d not raised to %d (hard state handed: %v)", st.HardState.LearnedCommit, tc.m.LeaderCommit, rd.HardStateChanged)
+			// LearnedCommit is not hard state to persist (Ready): it rides
+			// in every Ready, and raising it alone hands out no hard state
+			// (a newer term's install hands out the term).
+			if st.HardState.LearnedCommit < tc.m.LeaderCommit || rd.LearnedCommit != st.HardState.LearnedCommit || rd.HardStateChanged != (st.HardState.Term != before.HardState.Term) {
+				t.Fatalf("learned commit %d (Ready's %d) not raised to %d, or hard state handed %v",
+					st.HardState.LearnedCommit, rd.LearnedCommit, tc.m.LeaderCommit, rd.HardStateChanged)
 			}
 			if len(rd.Committed) != 0 || len(rd.MessagesAfterPersist) != 0 {
 				t.Fatalf("install hands out committed %d, messages %d", len(rd.Committed), len(rd.MessagesAfterPersist))
