@@ -54,6 +54,8 @@ var Catalogue = []CatalogueEntry{
 		By: []string{"PersistBeforeSend"}, Why: "alone"},
 	{Name: "mark-after-cut", Layer: "core", Bugs: Bugs{Core: raft.BugMarkAfterCut},
 		Why: "the boot window (issue 10 item 3), a bug of the storage, not of the core: impl/wal's Open writes the TRUNCATED mark before the cut (TestTruncatedMarkDurableBeforeTheCut fails without it), so under the replica the switch changes nothing; the rafttest harness honours it (impl/raft testdata/boot_window.txt) and the spec's -bug mark-after-cut shows the lost write"},
+	{Name: "lag-is-fence", Layer: "core", Bugs: Bugs{Core: raft.BugLagIsFence},
+		Why: "reporting only, not safety: a follower's moment of replication lag reported as the fence of row 2 (an alert, FENCE SET, /readyz 503); impl/raft testdata/replication_lag.txt shows it and impl/server's TestTruncatedBootsFenced fails on healthy nodes with it; the simulator is not required to catch it"},
 	{Name: "learned-commit-hard-state", Layer: "runtime", Bugs: Bugs{Runtime: replica.BugLearnedCommitHardState},
 		Why: "a latency switch, not a safety one (the rule before issue 10: each learned commit written as hard state, inputs held): impl/replica's TestSlowSyncHeartbeatsOnTime and BenchmarkFollowerRound show what it costs; the simulator is not required to catch it"},
 	{Name: "no-chain-check", Layer: "runtime", Bugs: Bugs{Runtime: replica.BugNoChainCheck}, SeedsMax: 100,

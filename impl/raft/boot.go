@@ -244,6 +244,16 @@ func (n *Node) promotable() bool {
 
 // evaluatePolicy re-evaluates the boot policy, reporting a change at once
 // and a lasting fence every Config.AlertTicks.
+//
+// Replication lag is not a fence: a running, eligible follower whose log
+// is CLEAN and a little behind the commit index a leader just told it (the
+// entries are in its log, their fdatasync is in flight) matches row 2 for
+// as long as that fdatasync takes. It stays ELIGIBLE in the status, and
+// nothing is alerted or logged, until the lag has lasted
+// Config.ElectionTick ticks; only then is it the fence of row 2. This is
+// reporting only: promotion is guarded by promotable (fenceOpen), which
+// reads durable and learnedCommit themselves, so a lagging follower never
+// campaigns or leads meanwhile. A boot (no row yet) is never graced.
 func (n *Node) evaluatePolicy(tick bool) {
 	row := decidePolicy(n.policyInputs())
 	if row.outcome == outcomeAssert {
@@ -251,6 +261,17 @@ func (n *Node) evaluatePolicy(tick bool) {
 	}
 	if tick {
 		n.alertElapsed++
+	}
+	switch {
+	case row.row != "2" || n.policyRow == nil || n.policyRow.outcome != OutcomeEligible || n.has(BugLagIsFence):
+		n.lagTicks = 0
+	case n.lagTicks < n.cfg.ElectionTick:
+		if tick {
+			n.lagTicks++
+		}
+		if n.lagTicks < n.cfg.ElectionTick {
+			return // lagging, not fenced (yet)
+		}
 	}
 	changed := row != n.policyRow
 	if n.policyRow != nil && changed && row.outcome == OutcomeEligible && n.policyRow.outcome != OutcomeEligible {

@@ -186,8 +186,19 @@ const (
 	// it (its corrupt commands leave the mark to the core), and the core
 	// traces the mark's persistence as the spec's Persist.
 	BugMarkAfterCut
+	// BugLagIsFence: reporting only (outside the spec): a running follower
+	// whose fdatasync is a moment behind the commit index its leader sent
+	// is reported fenced at once (row 2: an AlertFenced, FENCE SET in the
+	// replica's log, /readyz 503) instead of after Config.ElectionTick
+	// ticks of lag (evaluatePolicy).
+	BugLagIsFence
 	bugEnd
 )
+
+// ReportingBugs are the switches of what the core reports, outside the
+// spec: they change no step the spec models, so a trace's config does not
+// name them and spec has no switch of the same name.
+const ReportingBugs = BugLagIsFence
 
 var bugNames = map[Bug]string{
 	BugSelfCountsAppended:          "self-counts-appended",
@@ -200,6 +211,7 @@ var bugNames = map[Bug]string{
 	BugReleaseAtLeaderCommit:       "release-at-leader-commit",
 	BugTruncationNotSynced:         "truncation-not-synced",
 	BugMarkAfterCut:                "mark-after-cut",
+	BugLagIsFence:                  "lag-is-fence",
 }
 
 func (b Bug) String() string {

@@ -73,8 +73,13 @@ type Node struct {
 
 	policyRow    *policyRow
 	alertElapsed int
-	ticks        uint64                   // Tick calls since boot: the alert limiter's clock
-	alertLimits  [alertKindEnd]alertLimit // per kind, for event alerts
+	// lagTicks counts the ticks an ELIGIBLE running follower has matched
+	// row 2 (CLEAN, behind its learned commit, a leader heard): replication
+	// lag until it reaches Config.ElectionTick, a fence after
+	// (evaluatePolicy). 0 whenever the row is not 2 or the node is fenced.
+	lagTicks    int
+	ticks       uint64                   // Tick calls since boot: the alert limiter's clock
+	alertLimits [alertKindEnd]alertLimit // per kind, for event alerts
 
 	msgs, msgsAfter []Message
 	readStates      []ReadState
@@ -540,7 +545,12 @@ type Status struct {
 	// StateFenced says why the member was fenced by the cross-replica
 	// state check (FenceStateDiverged); empty when it was not.
 	StateFenced string
-	Progress    map[NodeID]ProgressStatus
+	// LagTicks: how long (in ticks) this ELIGIBLE member has been behind
+	// the commit index it learned without being reported fenced yet: its
+	// fdatasync is behind its leader's commit. It may not campaign
+	// meanwhile; at Config.ElectionTick the lag becomes the fence of row 2.
+	LagTicks int
+	Progress map[NodeID]ProgressStatus
 }
 
 // ProgressStatus is the leader's view of one follower.
@@ -555,7 +565,7 @@ func (n *Node) Status() Status {
 	st := Status{ID: n.id, Role: n.role, Lead: n.lead, HardState: n.hs, Verdict: n.verdictString(),
 		Commit: n.log.committed, Applied: n.log.applied, Durable: n.log.durable, Last: n.log.last,
 		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, FenceWhy: n.policyRow.why, WALFailed: n.walFailed,
-		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason}
+		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason, LagTicks: n.lagTicks}
 	if n.prs != nil {
 		st.Progress = map[NodeID]ProgressStatus{}
 		for k := range n.prs {
@@ -582,6 +592,9 @@ func (n *Node) quorum() int { return len(n.voters)/2 + 1 }
 func (n *Node) checkInvariants() {
 	n.log.checkInvariants()
 	n.checkSnapshotInvariants()
+	if !(n.lagTicks >= 0 && n.lagTicks <= n.cfg.ElectionTick) {
+		failf("lag of %d ticks, the grace is %d", n.lagTicks, n.cfg.ElectionTick)
+	}
 	if !(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1) {
 		failf("hard state %+v", n.hs)
 	}

@@ -60,7 +60,7 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 		return nil, fmt.Errorf("raft: trace budgets crashes=%d corruptions=%d out of range", p.Crashes, p.Corruptions)
 	}
 	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
-		Crashes: p.Crashes, Corruptions: p.Corruptions, Bugs: p.Bugs.String(), Production: true, Source: "impl"}
+		Crashes: p.Crashes, Corruptions: p.Corruptions, Bugs: (p.Bugs &^ ReportingBugs).String(), Production: true, Source: "impl"}
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
 	}

@@ -402,6 +402,9 @@ func describe(sn *SimNode) string {
 	s := fmt.Sprintf("n%d: %v term=%d vote=%d lead=%d last=%d durable=%d commit=%d applied=%d learned=%d verdict=%s fence=%s(row %s)",
 		sn.ID, st.Role, st.HardState.Term, st.HardState.Vote, st.Lead, st.Last, st.Durable, st.Commit, st.Applied,
 		st.HardState.LearnedCommit, st.Verdict, st.Fence, st.FenceRow)
+	if st.Fence == raft.OutcomeEligible && st.Durable < st.HardState.LearnedCommit {
+		s += fmt.Sprintf(" lagging=%d", st.LagTicks) // behind, not (yet) fenced
+	}
 	if st.WALFailed {
 		s += " WAL-FAILED"
 	}
