@@ -148,7 +148,7 @@ MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && 
 	$$r explore $(RUN_RAFT_BOUNDS) -sometimes LeaderElected,EntryCommitted,FollowerLearnsCommit,RestartAfterCommit -expect-counts 15254/152835 && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -sometimes $(RUN_DURABLE_REACHED) -expect-counts 57491/520445 && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -production -sometimes $(RUN_DURABLE_REACHED) && \
-	$$r explore $(RUN_PRODUCTION_TLC_BOUNDS) -expect-counts 28168/256589 && \
+	$$r explore $(RUN_PRODUCTION_TLC_BOUNDS) -expect-counts 33060/307927 && \
 	$$r simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -sometimes $(RUN_WALK_REACHED) && \
 	$$r simulate $(FULL_BOUNDS) -production -walks 2000 -depth 100 && \
 	d="$$RAFTMUTATE_DIR" && mkdir -p "$$d/raft" "$$d/durable" "$$d/production" && \
