@@ -30,14 +30,16 @@ type scenario struct {
 	faults     []fault
 	// proxy routes the peer traffic through a procs.Proxy (r.c.Proxy).
 	proxy bool
-	// traces: every node writes its trace (raftd --trace), merged and
-	// checked against the spec after the run (tracecheck_test.go); kills:
-	// the schedule kills nodes (a crash inside a hard-state hold is the
-	// spec's known gap).
-	traces, kills bool
+	// traces: every node writes its trace (raftd --trace), merged by
+	// clock and checked against the spec after the run, the whole run
+	// (tracecheck_test.go).
+	traces bool
 	// mutate: once the merged trace is accepted, one message's term is
 	// changed and the checker must reject the run at that event.
 	mutate bool
+	// inspectTraces, with traces, looks at the run's trace directory after
+	// the check (the nodes stopped).
+	inspectTraces func(t *testing.T, dir string)
 }
 
 // fault is one step of the schedule; gap is the traffic time after it.
@@ -166,6 +168,9 @@ func execute(t *testing.T, sc scenario) verdict {
 	}
 	if sc.traces {
 		r.checkRunTraces(traceDir)
+		if sc.inspectTraces != nil {
+			sc.inspectTraces(t, traceDir)
+		}
 	}
 	if v.failed() == sc.expectFail && !t.Failed() {
 		os.RemoveAll(out)
