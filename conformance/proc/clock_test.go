@@ -27,7 +27,7 @@ func TestProcessTraceClocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
 	}
-	v := execute(t, scenario{name: "clocks", clients: 4, seed: 17, traces: true, mutate: true,
+	v := execute(t, scenario{name: "clocks", clients: 4, seed: 17, mutate: true,
 		faults: []fault{
 			{"warm up", func(*run) error { return nil }, 300 * time.Millisecond},
 			{"kill -9 the leader, restart it", killLeader, 300 * time.Millisecond},
