@@ -38,7 +38,7 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.page.Version, b.page.Merged = version, true
+	b.page.Version, b.page.Merged, b.page.ByClock = version, true, clocked
 	total := 0
 	for _, s := range streams {
 		total += len(s.events)
