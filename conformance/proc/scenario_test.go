@@ -30,11 +30,12 @@ type scenario struct {
 	faults     []fault
 	// proxy routes the peer traffic through a procs.Proxy (r.c.Proxy).
 	proxy bool
-	// Every run but an expectFail one traces: every node writes its trace
-	// (raftd --trace), merged by clock and checked against the spec after
-	// the run, the whole run (tracecheck_test.go). A bug switch's run is
-	// not: it is meant to fail, and the checker's search under the core's
-	// bug switches is not bounded (docs/raftd.md).
+	// Every run traces: every node writes its trace (raftd --trace),
+	// merged by clock and checked against the spec after the run, the
+	// whole run (tracecheck_test.go). A bug switch's run (expectFail) is
+	// checked against the spec under the same switches (the trace's Init
+	// declares them): the code with a bug re-introduced still does what
+	// the model with that bug says.
 	//
 	// mutate: once the merged trace is accepted, one message's term is
 	// changed and the checker must reject the run at that event.
@@ -102,7 +103,7 @@ func execute(t *testing.T, sc scenario) verdict {
 	}
 	args := append([]string{"--testing-lossy-fs", "--tick-ms", "20", "--request-timeout", "3s"}, sc.args...)
 	traceDir := filepath.Join(out, "trace")
-	traced := !sc.expectFail
+	traced := true
 	if traced {
 		args = append(args, "--trace", traceDir)
 	}
