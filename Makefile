@@ -37,7 +37,7 @@ test-tlc:
 	@./tla/tlc.sh test
 
 ## proc-traces: the real-process tests of conformance/proc, verbose: every
-## run (all but the bug switches' runs, which are meant to fail) has raftd
+## run (the bug switches' too, checked under their switches) has raftd
 ## --trace on every node, its per-node traces merged by Lamport clock and
 ## checked against the spec, kills and restarts included; the log says how
 ## many events and restarts each merge had. make test runs the same tests,
