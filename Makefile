@@ -41,13 +41,14 @@ test-race:
 test-tlc:
 	@./tla/tlc.sh test
 
-## proc-traces: every real-process run of conformance/proc with raftd
-## --trace on every node, the per-node traces merged and checked against
-## the spec after each run (make test traces the failing-disk, state-check and
-## no-pre-vote runs only: checking a run costs about 1.5 s per 2,500
-## events). About 3 minutes on 2 cores.
+## proc-traces: the real-process tests of conformance/proc, verbose: every
+## run (the bug switches' too, checked under their switches) has raftd
+## --trace on every node, its per-node traces merged by Lamport clock and
+## checked against the spec, kills and restarts included; the log says how
+## many events and restarts each merge had. make test runs the same tests,
+## traced the same way (docs/raftd.md: about 2.5 minutes on 2 cores).
 proc-traces:
-	RAFTD_PROC_TRACES=1 $(GO) test -count=1 -run 'TestProcess' -v ./conformance/proc/
+	$(GO) test -count=1 -run 'TestProcess' -v ./conformance/proc/
 
 ## run: the project's main job: a 3-node raftd cluster on 127.0.0.1 with
 ## its data under ./data; prints the addresses and a curl line, runs a short

@@ -65,6 +65,12 @@ type Event struct {
 	State *NodeState `json:"state,omitempty"`
 	// Config is on the Init event only.
 	Config *Config `json:"config,omitempty"`
+	// Clock is the node's logical (Lamport) clock at the event, in the
+	// per-node traces raftd writes (absent: none): it grows by one at every
+	// event of the node, across its restarts, and a receive's is above
+	// the clock its message left with. A merge of per-node files orders
+	// by it. The checker ignores it.
+	Clock uint64 `json:"clock,omitempty"`
 }
 
 // Config is the model's constants, on line 0.

@@ -16,10 +16,20 @@ import (
 // (the nanoseconds in raftd's names, n<id>-<ns>.ndjson); the nodes are
 // interleaved so that every receive comes after its send, taking at each
 // point the node furthest behind in its own events. That order is one the
-// run could have had, not necessarily the one it had: the files carry no
-// clock (issue 15 adds one).
+// run could have had, not necessarily the one it had.
+//
+// When every event of every file carries a logical clock (raftd's Lamport
+// clock, trace.Event.Clock), the merge follows it instead: each node's
+// clocks must grow strictly through its files in boot order (Init lines
+// included: a restart resumes its clock), and the events are taken by
+// clock, ties by node; a receive's clock is above its send's, so this is
+// the run's own order of causes and effects.
 func buildMerged(sources []Source, opt Options) (*Page, error) {
 	init, version, files, err := readFiles(sources, opt)
+	if err != nil {
+		return nil, err
+	}
+	clocked, err := checkClocks(files)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +38,7 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.page.Version, b.page.Merged = version, true
+	b.page.Version, b.page.Merged, b.page.ByClock = version, true, clocked
 	total := 0
 	for _, s := range streams {
 		total += len(s.events)
@@ -42,7 +52,12 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 		out.Write(*init)
 	}
 	for n := 0; n < total; n++ {
-		s := b.pick(streams)
+		var s *stream
+		if clocked {
+			s = byClock(streams)
+		} else {
+			s = b.pick(streams)
+		}
 		b.add(&s.events[s.pos], s.file[s.pos])
 		if out != nil {
 			out.Write(s.events[s.pos])
@@ -54,17 +69,22 @@ func buildMerged(sources []Source, opt Options) (*Page, error) {
 			return nil, fmt.Errorf("viz: write the merged trace: %w", err)
 		}
 	}
-	b.page.Notes = append(b.page.Notes, fmt.Sprintf("merged from %d files of %d nodes: every receive after its send; the files carry no clock, so this is one order the run could have had", len(files), len(streams)))
+	note := fmt.Sprintf("merged from %d files of %d nodes: every receive after its send; the files carry no clock, so this is one order the run could have had", len(files), len(streams))
+	if clocked {
+		note = fmt.Sprintf("merged from %d files of %d nodes by their logical clocks: the run's order of causes and effects", len(files), len(streams))
+	}
+	b.page.Notes = append(b.page.Notes, note)
 	return b.finish(), nil
 }
 
 // traceFile is one file of a merge: its steps (after Init), the node that
-// takes them, and its boot time.
+// takes them, its boot time and its Init line's clock.
 type traceFile struct {
-	name   string
-	events []trace.Event
-	node   string
-	boot   int64
+	name      string
+	events    []trace.Event
+	node      string
+	boot      int64
+	initClock uint64
 }
 
 // readFiles decodes the files and checks that they are one cluster's,
@@ -83,7 +103,7 @@ func readFiles(sources []Source, opt Options) (*trace.Event, int, []*traceFile, 
 		} else if err := sameCluster(init.Config, evs[0].Config); err != nil {
 			return nil, 0, nil, fmt.Errorf("viz: %s: %w", src.Name, err)
 		}
-		f := &traceFile{name: src.Name, events: evs[1:], boot: bootTime(src.Name)}
+		f := &traceFile{name: src.Name, events: evs[1:], boot: bootTime(src.Name), initClock: evs[0].Clock}
 		for _, e := range f.events {
 			if e.Node == "" {
 				continue
@@ -135,6 +155,67 @@ func nodeStreams(files []*traceFile) ([]*stream, []string) {
 		}
 	}
 	return streams, names
+}
+
+// checkClocks reports whether every line of every file has a clock, and
+// then that each node's clocks grow strictly through its files in boot
+// order; a file with clocks and one without are not merged.
+func checkClocks(files []*traceFile) (bool, error) {
+	with, without := 0, 0
+	count := func(c uint64) {
+		if c > 0 {
+			with++
+		} else {
+			without++
+		}
+	}
+	for _, f := range files {
+		count(f.initClock)
+		for k := range f.events {
+			count(f.events[k].Clock)
+		}
+	}
+	switch {
+	case with == 0:
+		return false, nil
+	case without > 0:
+		return false, fmt.Errorf("viz: %d lines carry a logical clock and %d do not: not one cluster's raftd traces", with, without)
+	}
+	ordered := slices.Clone(files)
+	slices.SortStableFunc(ordered, func(a, b *traceFile) int { return cmpInt64(a.boot, b.boot) })
+	last := map[string]uint64{}
+	where := map[string]string{}
+	for _, f := range ordered {
+		node := f.node
+		if node == "" {
+			continue // an Init alone: nothing to order
+		}
+		if f.initClock <= last[node] {
+			return false, fmt.Errorf("viz: %s: %s's clock goes back at its boot, to %d after %d (%s)", f.name, node, f.initClock, last[node], where[node])
+		}
+		last[node] = f.initClock
+		for k := range f.events {
+			c := f.events[k].Clock
+			if c <= last[node] {
+				return false, fmt.Errorf("viz: %s: line %d: %s's clock goes back, to %d after %d", f.name, k+1, node, c, last[node])
+			}
+			last[node] = c
+		}
+		where[node] = fmt.Sprintf("the last line of %s", f.name)
+	}
+	return true, nil
+}
+
+// byClock is the stream whose next event has the least clock (ties: the
+// first stream).
+func byClock(streams []*stream) *stream {
+	var pick *stream
+	for _, s := range streams {
+		if s.pos < len(s.events) && (pick == nil || s.events[s.pos].Clock < pick.events[pick.pos].Clock) {
+			pick = s
+		}
+	}
+	return pick
 }
 
 // pick is the stream to take the next event from: the one furthest

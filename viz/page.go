@@ -31,6 +31,9 @@ type Page struct {
 	// as raftd writes them), put in an order where every receive follows
 	// its send; the run's real interleaving is not in the files.
 	Merged bool `json:"merged,omitempty"`
+	// ByClock: the merge followed the files' logical clocks (every line
+	// has one), so the order is the run's own order of causes and effects.
+	ByClock bool `json:"byClock,omitempty"`
 	// Check is the trace checker's verdict (spec.CheckTrace), when run.
 	Check *Check `json:"check,omitempty"`
 	// Inv is what the invariants say along the run, when the trace could

@@ -219,6 +219,108 @@ func TestMergeOneFilePerNode(t *testing.T) {
 	}
 }
 
+// clockedFiles splits a whole-cluster trace into one file per node, every
+// line clocked with its position in the run (a Lamport clock: a total
+// order), node s1's steps split at its event cut into two boots; edit may
+// change an event's clock before it is written.
+func clockedFiles(t *testing.T, path string, cut int, edit func(node string, k int, e *trace.Event)) ([]Source, []trace.Event) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := trace.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byNode := map[string][]trace.Event{}
+	for k, e := range events[1:] {
+		e.Clock = uint64(2 * (k + 2)) // room for a boot's Init between two events
+		byNode[e.Node] = append(byNode[e.Node], e)
+	}
+	var sources []Source
+	for id, n := range events[0].Config.ServerNames() {
+		evs := byNode[n]
+		boots := [][]trace.Event{evs}
+		if n == "s1" && cut > 0 && cut < len(evs) {
+			boots = [][]trace.Event{evs[:cut], evs[cut:]}
+		}
+		for b, part := range boots {
+			var buf bytes.Buffer
+			w := trace.NewWriter(&buf)
+			init := events[0]
+			init.Clock = 1
+			if b > 0 {
+				init.Clock = part[0].Clock - 1
+			}
+			w.Write(init)
+			for k := range part {
+				if edit != nil {
+					edit(n, k, &part[k])
+				}
+				w.Write(part[k])
+			}
+			w.Flush()
+			sources = append(sources, Source{Name: fmt.Sprintf("n%d-%d.ndjson", id+1, 100+b), R: &buf})
+		}
+	}
+	return sources, events
+}
+
+// TestMergeByClock: files whose every line carries a logical clock merge
+// in clock order (here the run's own order, back exactly), a node's boots
+// in order; a clock that goes back within a file or at a boot, and files
+// with and without clocks, are refused.
+func TestMergeByClock(t *testing.T) {
+	const path = "../tla/traces/impl/random-seed-001.ndjson"
+	sources, events := clockedFiles(t, path, 5, nil)
+	var merged bytes.Buffer
+	p, err := Build(sources, Options{Check: true, Merged: &merged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := trace.Decode(&merged)
+	if err != nil || len(back) != len(events) {
+		t.Fatalf("the merged trace: %d events of %d, %v", len(back), len(events), err)
+	}
+	for k := 1; k < len(back); k++ {
+		if back[k].Action != events[k].Action || back[k].Node != events[k].Node {
+			t.Fatalf("merged event %d is %s at %s, the run's %s at %s", k, back[k].Action, back[k].Node, events[k].Action, events[k].Node)
+		}
+	}
+	if !p.Check.OK || !strings.Contains(strings.Join(p.Notes, " "), "logical clocks") {
+		t.Fatalf("check %+v, notes %v", p.Check, p.Notes)
+	}
+	rows := []struct {
+		name string
+		edit func(node string, k int, e *trace.Event)
+		want string
+	}{
+		{"back within a file", func(node string, k int, e *trace.Event) {
+			if node == "s2" && k == 3 {
+				e.Clock = 1
+			}
+		}, "clock goes back, to 1"},
+		{"back at a boot", func(node string, k int, e *trace.Event) {
+			if node == "s1" && k == 4 {
+				e.Clock = 1 << 20 // the first boot's last clock above the second boot's Init
+			}
+		}, "clock goes back at its boot"},
+		{"one file unclocked", func(node string, k int, e *trace.Event) {
+			if node == "s3" {
+				e.Clock = 0
+			}
+		}, "carry a logical clock and"},
+	}
+	for _, r := range rows {
+		sources, _ := clockedFiles(t, path, 5, r.edit)
+		if _, err := Build(sources, Options{}); err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%s: err = %v, want %q", r.name, err, r.want)
+		}
+	}
+}
+
 // Files of two clusters are not merged, nor files holding several nodes'
 // steps.
 func TestMergeRefuses(t *testing.T) {

@@ -12,38 +12,44 @@ import (
 )
 
 // mergeDir merges the per-node, per-boot traces in dir (raftd --trace DIR)
-// into one run in which every receive follows its send (viz's merge), and
-// returns it with the number of files.
-func mergeDir(dir string, tornTail bool) ([]byte, int, error) {
+// into one run in which every receive follows its send (viz's merge: by
+// the files' logical clocks when they have them), and returns it with the
+// number of files and how they were merged.
+func mergeDir(dir string, tornTail bool) ([]byte, int, string, error) {
 	paths, err := tracePaths([]string{dir})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	var sources []viz.Source
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 		defer f.Close()
 		sources = append(sources, viz.Source{Name: p, R: f})
 	}
 	if len(sources) == 1 {
 		b, err := io.ReadAll(sources[0].R)
-		return b, 1, err
+		return b, 1, "merged", err
 	}
 	var merged bytes.Buffer
-	if _, err := viz.Build(sources, viz.Options{TornTail: tornTail, Merged: &merged}); err != nil {
-		return nil, 0, err
+	p, err := viz.Build(sources, viz.Options{TornTail: tornTail, Merged: &merged})
+	if err != nil {
+		return nil, 0, "", err
 	}
-	return merged.Bytes(), len(sources), nil
+	how := "merged"
+	if p.ByClock {
+		how = "merged by logical clock"
+	}
+	return merged.Bytes(), len(sources), how, nil
 }
 
 // checkDir merges dir's traces and checks the merged run against the
 // spec. A rejected run's merged trace is kept beside the directory
 // (DIR.merged.ndjson) for raftspec viz and TLC.
 func checkDir(dir string, tornTail bool, stdout io.Writer) (bool, error) {
-	merged, files, err := mergeDir(dir, tornTail)
+	merged, files, how, err := mergeDir(dir, tornTail)
 	if err != nil {
 		return false, err
 	}
@@ -58,6 +64,6 @@ func checkDir(dir string, tornTail bool, stdout io.Writer) (bool, error) {
 		}
 		return false, nil
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d events merged from %d files)\n", dir, n, files)
+	fmt.Fprintf(stdout, "%s: ok (%d events %s from %d files)\n", dir, n, how, files)
 	return true, nil
 }

@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/durableraft/durableraft/trace"
 )
 
 // run calls one subcommand as main would and returns its stdout, stderr and exit status.
@@ -185,5 +188,80 @@ func TestCheckTraceDirMerged(t *testing.T) {
 	}
 	if _, err := os.Stat(dir + ".merged.ndjson"); err != nil {
 		t.Fatalf("the rejected merged run is not kept: %v", err)
+	}
+}
+
+// TestCheckTraceDirClocked: check-trace DIR on a raftd run whose traces
+// carry Lamport clocks merges them by clock and accepts the run (node 3
+// killed with kill -9 and restarted: its second file resumes its clock);
+// with that second boot's clocks counted from 1 again the merge is refused,
+// naming the file; with one message's term changed in one file the merged
+// run is rejected.
+func TestCheckTraceDirClocked(t *testing.T) {
+	src := filepath.Join("..", "..", "viz", "testdata", "raftd-clocked")
+	out, _, code := run(t, checkTraceCmd, src)
+	if code != 0 || !strings.Contains(out, "merged by logical clock from 4 files") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	names, _ := filepath.Glob(filepath.Join(src, "n3-*.ndjson"))
+	slices.Sort(names) // the same number of digits: boot order
+	if len(names) != 2 {
+		t.Fatalf("node 3's files: %v", names)
+	}
+	copyDir := func(edit func(name string, evs []trace.Event)) string {
+		dir := filepath.Join(t.TempDir(), "run")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		all, _ := filepath.Glob(filepath.Join(src, "*.ndjson"))
+		for _, name := range all {
+			f, err := os.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := trace.Decode(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit(name, evs)
+			var b bytes.Buffer
+			w := trace.NewWriterVersion(&b, evs[0].V)
+			for _, e := range evs {
+				w.Write(e)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	reset := copyDir(func(name string, evs []trace.Event) {
+		if name == names[1] {
+			for k := range evs {
+				evs[k].Clock = uint64(k + 1)
+			}
+		}
+	})
+	var stdout, stderr bytes.Buffer
+	err := checkTrace([]string{reset}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "clock goes back at its boot") || !strings.Contains(err.Error(), filepath.Base(names[1])) {
+		t.Fatalf("a restart that did not resume its clock: %v (%s)", err, stdout.String())
+	}
+	mutated := false
+	term := copyDir(func(name string, evs []trace.Event) {
+		for k := len(evs) / 2; k < len(evs) && !mutated; k++ {
+			if evs[k].Msg != nil {
+				evs[k].Msg.Mterm += 7
+				mutated = true
+			}
+		}
+	})
+	out, _, code = run(t, checkTraceCmd, term)
+	if !mutated || code != 1 || !strings.Contains(out, term+": REJECTED") {
+		t.Fatalf("one message's term changed: exit %d: %s", code, out)
 	}
 }

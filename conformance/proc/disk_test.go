@@ -28,7 +28,7 @@ func TestProcessFailingDisk(t *testing.T) {
 	}
 	eio := t.TempDir()
 	d := &diskFault{dir: eio}
-	v := execute(t, scenario{name: "eio", clients: 6, seed: 11, traces: true, kills: true, mutate: true,
+	v := execute(t, scenario{name: "eio", clients: 6, seed: 11, mutate: true,
 		nodeArgs: func(id int) []string { return []string{"--testing-fail-sync-file", d.trigger(id)} },
 		faults: []fault{
 			{"the leader's fdatasync fails with EIO", d.fail, 0},

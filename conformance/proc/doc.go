@@ -13,5 +13,9 @@
 // switch, and with self-counts-appended together with
 // no-voter-learned-floor (docs/raftd.md says how reliably). A run with a
 // large --wal-sync-ms kills durable contributors inside the group-commit
-// window. docs/raftd.md, "Real-process tests".
+// window. Every run traces: each node writes its trace with raftd --trace,
+// every line stamped with its Lamport clock (resumed across restarts), and
+// after the run the per-node files are merged by clock and the whole run
+// is checked against the spec (tracecheck_test.go). docs/raftd.md,
+// "Real-process tests" and "Traces of a real cluster".
 package proc

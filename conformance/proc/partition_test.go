@@ -162,7 +162,7 @@ func TestProcessPartitionsCatchNoPreVote(t *testing.T) {
 	}
 	var caught error
 	cut := cutFollower(true, true)
-	v := execute(t, scenario{name: "no-pre-vote", clients: 4, seed: 6, proxy: true, traces: true, args: []string{"--testing-bugs", "no-pre-vote"},
+	v := execute(t, scenario{name: "no-pre-vote", clients: 4, seed: 6, proxy: true, args: []string{"--testing-bugs", "no-pre-vote"},
 		faults: []fault{{"a follower cut off from the leader, pre-vote off", func(r *run) error {
 			caught = cut(r)
 			return nil

@@ -11,7 +11,7 @@ func TestProcessCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
 	}
-	v := execute(t, scenario{name: "correct", clients: 12, seed: 1, nodeArgs: nodeArgs, faults: theSchedule(), kills: true})
+	v := execute(t, scenario{name: "correct", clients: 12, seed: 1, nodeArgs: nodeArgs, faults: theSchedule()})
 	if v.failed() {
 		t.Fatalf("the run failed: %v", v)
 	}
@@ -55,7 +55,7 @@ func TestProcessBatchingWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
 	}
-	v := execute(t, scenario{name: "window", clients: 8, seed: 3, kills: true, args: []string{"--wal-sync-ms", "200", "--tick-ms", "100"}, faults: windowSchedule()})
+	v := execute(t, scenario{name: "window", clients: 8, seed: 3, args: []string{"--wal-sync-ms", "200", "--tick-ms", "100"}, faults: windowSchedule()})
 	if v.failed() {
 		t.Fatalf("the run failed: %v", v)
 	}

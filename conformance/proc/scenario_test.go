@@ -30,14 +30,19 @@ type scenario struct {
 	faults     []fault
 	// proxy routes the peer traffic through a procs.Proxy (r.c.Proxy).
 	proxy bool
-	// traces: every node writes its trace (raftd --trace), merged and
-	// checked against the spec after the run (tracecheck_test.go); kills:
-	// the schedule kills nodes (a crash inside a hard-state hold is the
-	// spec's known gap).
-	traces, kills bool
+	// Every run traces: every node writes its trace (raftd --trace),
+	// merged by clock and checked against the spec after the run, the
+	// whole run (tracecheck_test.go). A bug switch's run (expectFail) is
+	// checked against the spec under the same switches (the trace's Init
+	// declares them): the code with a bug re-introduced still does what
+	// the model with that bug says.
+	//
 	// mutate: once the merged trace is accepted, one message's term is
 	// changed and the checker must reject the run at that event.
 	mutate bool
+	// inspectTraces looks at the run's trace directory after
+	// the check (the nodes stopped).
+	inspectTraces func(t *testing.T, dir string)
 }
 
 // fault is one step of the schedule; gap is the traffic time after it.
@@ -59,7 +64,6 @@ type run struct {
 	ackedByFaults map[string]string
 	rec           *recorder
 	quietWrites   int
-	traceRejected bool
 }
 
 // verdict is what a run found.
@@ -99,10 +103,8 @@ func execute(t *testing.T, sc scenario) verdict {
 	}
 	args := append([]string{"--testing-lossy-fs", "--tick-ms", "20", "--request-timeout", "3s"}, sc.args...)
 	traceDir := filepath.Join(out, "trace")
-	if os.Getenv("RAFTD_PROC_TRACES") != "" && !sc.expectFail {
-		sc.traces = true // make proc-traces: every run traced and checked
-	}
-	if sc.traces {
+	traced := true
+	if traced {
 		args = append(args, "--trace", traceDir)
 	}
 	if extra := os.Getenv("RAFTD_PROC_EXTRA_ARGS"); extra != "" {
@@ -164,8 +166,11 @@ func execute(t *testing.T, sc scenario) verdict {
 	if err := c.StopAll(); err != nil {
 		t.Errorf("%s: a node did not stop cleanly: %v", sc.name, err)
 	}
-	if sc.traces {
+	if traced {
 		r.checkRunTraces(traceDir)
+		if sc.inspectTraces != nil {
+			sc.inspectTraces(t, traceDir)
+		}
 	}
 	if v.failed() == sc.expectFail && !t.Failed() {
 		os.RemoveAll(out)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,7 +132,9 @@ func TestProcessSnapshotCatchUpAndBackup(t *testing.T) {
 		}
 		os.RemoveAll(out)
 	})
-	c, err := procs.New(procs.Config{Raftd: raftdBin, Dir: filepath.Join(out, "a"), Size: 3, Args: func(int) []string { return snapArgs }})
+	traceDir := filepath.Join(out, "a-trace")
+	c, err := procs.New(procs.Config{Raftd: raftdBin, Dir: filepath.Join(out, "a"), Size: 3,
+		Args: func(int) []string { return append(slices.Clone(snapArgs), "--trace", traceDir) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +203,9 @@ func TestProcessSnapshotCatchUpAndBackup(t *testing.T) {
 	if err := c.StopAll(); err != nil {
 		t.Fatal(err)
 	}
+	// Traced: the catch-up run, its follower's boot from an installed
+	// snapshot included, merged by clock, is a run of the spec.
+	checkTraces(t, "snapshot", traceDir, out, false)
 	nc, err := procs.New(procs.Config{Raftd: raftdBin, Dir: filepath.Join(out, "b"), Size: 3, Args: func(int) []string { return snapArgs }})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ func TestProcessStateCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
 	}
-	v := execute(t, scenario{name: "statecheck", clients: 4, seed: 13, traces: true,
+	v := execute(t, scenario{name: "statecheck", clients: 4, seed: 13,
 		args: []string{"--state-check-every", "10"},
 		nodeArgs: func(id int) []string {
 			if id == 3 {

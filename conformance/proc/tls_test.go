@@ -81,7 +81,8 @@ func (r *tlsRun) logHas(id int, s string) error {
 // back; every refusal of issue 14 is seen by the side refused and logged
 // by the node refusing; a certificate and the CA bundle replaced on disk
 // are used for the next connection; a non-loopback bind without TLS is
-// refused, and allowed with --insecure.
+// refused, and allowed with --insecure. Every node traces (--trace), and
+// the merged run is checked against the spec.
 func TestProcessClusterTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
@@ -122,6 +123,12 @@ func TestProcessClusterTLS(t *testing.T) {
 		}
 	}
 	r.checkAcked(ctx, acked)
+	// Traced: the TLS run's per-node traces (a kill -9 and restart among
+	// them), merged by clock, are a run of the spec.
+	if err := r.c.StopAll(); err != nil {
+		t.Errorf("a node did not stop cleanly: %v", err)
+	}
+	checkTraces(t, "tls", filepath.Join(out, "trace"), out, false)
 }
 
 // newTLSCluster makes the PKI for the cluster's ports and the cluster.
@@ -154,7 +161,8 @@ func newTLSCluster(t *testing.T, r *tlsRun, out string) *procs.Cluster {
 	c, err := procs.New(procs.Config{Raftd: raftdBin, Dir: out, Size: 3, ClientPorts: cps, PeerPorts: pps, ClientTLS: admin.ClientConfig(nil),
 		Args: func(id int) []string {
 			f := tlsauth.NodeFiles(r.dir, uint64(id))
-			return []string{"--tls-ca", f.CA, "--tls-cert", f.Cert, "--tls-key", f.Key, "--testing-lossy-fs", "--tick-ms", "20", "--request-timeout", "3s"}
+			return []string{"--tls-ca", f.CA, "--tls-cert", f.Cert, "--tls-key", f.Key, "--testing-lossy-fs", "--tick-ms", "20", "--request-timeout", "3s",
+				"--trace", filepath.Join(out, "trace")}
 		}})
 	if err != nil {
 		t.Fatal(err)

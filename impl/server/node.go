@@ -258,8 +258,18 @@ func (n *Node) open() error {
 	}
 	n.rec, n.w = rec, w
 	n.logRecovery(rec)
+	voters := sortedIDs(n.cluster.Members)
+	if cfg.TraceDir != "" {
+		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, voters, cfg.TestingCoreBugs); err != nil {
+			w.Close()
+			return err
+		}
+	}
 	tc := transport.Config{ID: cfg.ID, ClusterID: n.cluster.ID, Peers: n.cluster.Members, ClientAddr: n.clientAddr,
 		Listener: n.peerL, Deliver: func(m replica.Message) { n.run.Deliver(m) }, Logger: n.log}
+	if n.trace != nil {
+		tc.Clock = n.trace // the trace's logical clock travels with the messages
+	}
 	if cfg.TLS != nil {
 		tc.Dial = cfg.TLS.Dialer(time.Second, nil)
 		tc.Authenticate = func(c net.Conn, peer raft.NodeID) error { return cfg.TLS.CheckPeer(c, uint64(peer)) }
@@ -269,14 +279,10 @@ func (n *Node) open() error {
 		w.Close()
 		return err
 	}
-	rc := raft.Config{ID: cfg.ID, Voters: sortedIDs(n.cluster.Members), ElectionTick: 10, HeartbeatTick: 1,
+	rc := raft.Config{ID: cfg.ID, Voters: voters, ElectionTick: 10, HeartbeatTick: 1,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.ID))), PreVote: !cfg.TestingNoPreVote, CheckQuorum: true,
 		TestingBugs: cfg.TestingCoreBugs}
-	if cfg.TraceDir != "" {
-		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, rc.Voters, cfg.TestingCoreBugs); err != nil {
-			w.Close()
-			return err
-		}
+	if n.trace != nil {
 		rc.Trace = n.trace
 	}
 	n.sm = newMachine(kv.Options{})

@@ -14,6 +14,11 @@
 // verified here, the chain and the records against its own log by the
 // replica), so the bytes a follower appends are the leader's.
 //
+// With Config.Clock (a traced node: the trace's Lamport clock), every write
+// of Messages frames starts with a Clock frame stamped with the clock as
+// the writer takes the queue; the acceptor raises its clock to it before it
+// delivers the messages after it. Without a Clock one received is ignored.
+//
 // # Connections
 //
 // Each node dials each peer once; that connection carries its messages to

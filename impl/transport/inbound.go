@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -168,6 +169,17 @@ func (t *Transport) readMessages(c net.Conn, br *bufio.Reader, from raft.NodeID)
 		}
 		t.stats.FramesReceived.Add(1)
 		t.stats.BytesReceived.Add(uint64(wire.HeaderBytes + len(f.Payload) + wire.TrailerBytes))
+		if f.Type == FrameClock {
+			if len(f.Payload) != clockPayloadBytes {
+				t.stats.BadFrames.Add(1)
+				t.log.Warn("transport: bad clock frame from peer; closing", "peer", uint64(from), "bytes", len(f.Payload))
+				return fmt.Errorf("%w: clock frame of %d bytes", wire.ErrFrame, len(f.Payload))
+			}
+			if t.cfg.Clock != nil {
+				t.cfg.Clock.Observe(binary.LittleEndian.Uint64(f.Payload))
+			}
+			continue
+		}
 		if f.Type != FrameMessages {
 			t.stats.BadFrames.Add(1)
 			return fmt.Errorf("%w: frame type %d after the handshake", wire.ErrFrame, f.Type)

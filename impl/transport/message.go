@@ -17,7 +17,14 @@ const (
 	FrameAck      uint8 = 2 // acceptor -> dialer: accepted, and who I am
 	FrameRefuse   uint8 = 3 // acceptor -> dialer: refused, and why; then close
 	FrameMessages uint8 = 4 // dialer -> acceptor: a batch of messages
+	// FrameClock: dialer -> acceptor, the sender's logical clock (u64)
+	// when the Messages frames that follow it left (Config.Clock); sent
+	// only by a node whose trace is on.
+	FrameClock uint8 = 5
 )
+
+// clockPayloadBytes is a Clock frame's payload: one u64.
+const clockPayloadBytes = 8
 
 // Limits on what a message may carry, checked before anything is sliced.
 type Limits struct {

@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -284,6 +285,12 @@ func (p *peer) serve(c net.Conn, br *bufio.Reader) error {
 func (p *peer) encode(buf []byte, q []replica.Message) ([]byte, int, int) {
 	t := p.t
 	frames, sent := 0, 0
+	if t.cfg.Clock != nil {
+		// Stamped after the messages were queued, so at or after every
+		// event that made them: their receipt is ordered after it.
+		buf = wire.AppendFrame(buf, FrameClock, binary.LittleEndian.AppendUint64(nil, t.cfg.Clock.Stamp()))
+		frames++
+	}
 	k := 0
 	for k < len(q) {
 		var start int

@@ -42,6 +42,13 @@ type Config struct {
 	// Deliver). It must not block.
 	Deliver func(replica.Message)
 	Logger  *slog.Logger
+	// Clock, when set, is the sender's logical (Lamport) clock, carried
+	// between the nodes' traces: every write of Messages frames is preceded
+	// by a Clock frame stamped with Clock.Stamp() at that moment, and a
+	// Clock frame received is given to Clock.Observe before the messages
+	// after it are delivered. Without it a Clock frame received is read and
+	// ignored.
+	Clock Clock
 
 	// QueueMessagesMax and QueueBytesMax bound each peer's send queue; a
 	// message beyond either is dropped and counted. Defaults 4096 and 64 MiB.
@@ -56,6 +63,14 @@ type Config struct {
 	// DialTimeout, HandshakeTimeout and WriteTimeout bound a dial, the
 	// handshake, and one write. Defaults 1s, 2s and 5s.
 	DialTimeout, HandshakeTimeout, WriteTimeout time.Duration
+}
+
+// Clock is a logical clock the transport carries (Config.Clock).
+type Clock interface {
+	// Stamp is the clock now, for the messages about to leave.
+	Stamp() uint64
+	// Observe moves the clock to at least a clock a peer stamped.
+	Observe(uint64)
 }
 
 func (c *Config) defaults() {

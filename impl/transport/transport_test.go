@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,81 @@ func TestDelivery(t *testing.T) {
 	}
 	if got, want := ns[2].tr.ClientAddr(1), "client-"+ns[1].tr.Addr().String(); got != want {
 		t.Fatalf("2 learned %q for 1, want %q", got, want)
+	}
+}
+
+// lamport is a test Clock: a counter that Stamp reads and Observe raises.
+type lamport struct {
+	mu       sync.Mutex
+	now      uint64
+	observed []uint64
+}
+
+func (l *lamport) Stamp() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.now
+}
+
+func (l *lamport) Observe(c uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observed = append(l.observed, c)
+	l.now = max(l.now, c)
+}
+
+func (l *lamport) seen() []uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.observed)
+}
+
+// TestClockCarried: with Config.Clock, every write of messages carries
+// the sender's clock at that moment, and the receiver observes it before
+// the messages are delivered; a receiver without a Clock ignores it.
+func TestClockCarried(t *testing.T) {
+	clocks := map[raft.NodeID]*lamport{1: {now: 41}, 2: {now: 7}}
+	var atDelivery []uint64
+	var mu sync.Mutex
+	ns := cluster(t, []raft.NodeID{1, 2, 3}, func(c *Config) {
+		if l := clocks[c.ID]; l != nil {
+			c.Clock = l
+		}
+		if c.ID == 2 {
+			in := c.Deliver
+			c.Deliver = func(m replica.Message) {
+				mu.Lock()
+				atDelivery = append(atDelivery, clocks[2].Stamp())
+				mu.Unlock()
+				in(m)
+			}
+		}
+	})
+	ns[1].tr.Send([]replica.Message{{Message: raft.Message{Type: raft.MsgVote, From: 1, To: 2, Term: 1}}})
+	waitFor(t, "delivery to 2", ns[2].in.changed, func() bool { return ns[2].in.count() == 1 })
+	if got := clocks[2].seen(); !slices.Equal(got, []uint64{41}) {
+		t.Fatalf("node 2 observed %v, want [41]", got)
+	}
+	mu.Lock()
+	if !slices.Equal(atDelivery, []uint64{41}) {
+		t.Fatalf("node 2's clock at delivery %v, want [41]: observed before the messages", atDelivery)
+	}
+	mu.Unlock()
+	// Node 2's clock is now 41; what it sends carries it. Node 3 has no
+	// clock and reads the frame without a complaint.
+	clocks[1].mu.Lock()
+	clocks[1].now = 50
+	clocks[1].mu.Unlock()
+	ns[2].tr.Send([]replica.Message{{Message: raft.Message{Type: raft.MsgVoteResp, From: 2, To: 1, Term: 1}},
+		{Message: raft.Message{Type: raft.MsgVoteResp, From: 2, To: 3, Term: 1}}})
+	ns[1].tr.Send([]replica.Message{{Message: raft.Message{Type: raft.MsgVote, From: 1, To: 3, Term: 1}}})
+	waitFor(t, "delivery to 1", ns[1].in.changed, func() bool { return ns[1].in.count() == 1 })
+	waitFor(t, "delivery to 3", ns[3].in.changed, func() bool { return ns[3].in.count() == 2 })
+	if got := clocks[1].seen(); !slices.Equal(got, []uint64{41}) {
+		t.Fatalf("node 1 observed %v, want [41]", got)
+	}
+	if st := ns[3].tr.Stats(); st.BadFrames.Load() != 0 {
+		t.Fatalf("node 3 counted %d bad frames", st.BadFrames.Load())
 	}
 }
 
@@ -324,6 +400,7 @@ func TestBadFramesClose(t *testing.T) {
 		{"garbage payload", wire.AppendFrame(nil, FrameMessages, []byte{1, 0, 0, 0, 0xff}), tr.Stats().BadMessages.Load},
 		{"wrong sender", wire.AppendFrame(nil, FrameMessages, wrongFrom), tr.Stats().BadMessages.Load},
 		{"bad record", wire.AppendFrame(nil, FrameMessages, badRecord), tr.Stats().BadMessages.Load},
+		{"short clock", wire.AppendFrame(nil, FrameClock, []byte{1, 2, 3}), tr.Stats().BadFrames.Load},
 	}
 	for _, r := range rows {
 		before := r.counter()
