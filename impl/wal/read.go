@@ -190,7 +190,7 @@ func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
 		total += uint64(m.size)
 		it := readItem{index: i, meta: m, checksumPrev: prev}
 		if i >= w.cacheFirst {
-			it.rec = w.cache[i-w.cacheFirst]
+			it.rec = w.cache.at(int(i - w.cacheFirst))
 		}
 		if it.rec == nil && m.seg == nil {
 			violated("entry %d neither cached nor on disk", i)
