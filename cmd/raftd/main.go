@@ -47,7 +47,7 @@ func run(args []string, stderr io.Writer) int {
 		divergeAt    = fs.Uint64("testing-diverge-at", 0, "TESTS ONLY: from this index on, this node's recorded state hashes differ (a planted divergent member)")
 		failSync     = fs.String("testing-fail-sync-file", "", "TESTS ONLY, with --testing-lossy-fs: while this file exists every fdatasync fails with EIO (a failing disk)")
 		bugs         = fs.String("testing-bugs", "", "TESTS ONLY: comma-separated core or replica bug switches")
-		snapEntries  = fs.Uint64("snapshot-entries", 10000, "snapshot the KV store and compact the log once this many entries were applied since the last snapshot (0: no entry threshold)")
+		snapEntries  = fs.Uint64("snapshot-entries", 100000, "snapshot the KV store and compact the log once this many entries were applied since the last snapshot (0: no entry threshold; a snapshot costs a pass over the whole state)")
 		snapBytes    = fs.Uint64("snapshot-bytes", 64<<20, "... or once this many bytes of entry data were (0: no byte threshold; both 0: never compact)")
 		snapKeep     = fs.Uint64("snapshot-keep-entries", 0, "entries kept in the log below a snapshot, for followers a little behind (0: a quarter of --snapshot-entries)")
 		snapChunk    = fs.Int("snapshot-chunk-bytes", 64<<10, "a snapshot transfer's chunk and the snapshot file's block, 4 KiB..512 KiB")

@@ -168,7 +168,7 @@ func slowFirst(lead int) func(r *run) error {
 		r.rec.gate.Lock()
 		defer r.rec.gate.Unlock()
 		r.quietWrites++
-		if err := r.writeThenKillAll(lead, fmt.Sprintf("quiet/%d", r.quietWrites)); err != nil {
+		if err := r.quietWriteThenKillAll(lead, fmt.Sprintf("quiet/%d", r.quietWrites)); err != nil {
 			return err
 		}
 		return killAllRestart(r, []int{2, 3})
@@ -196,6 +196,65 @@ func (r *run) writeThenKillAll(via int, key string) error {
 	return nil
 }
 
+// quietWriteThenKillAll is writeThenKillAll placed where a write is
+// committed without being durable on a slow node: the client's session is
+// registered first (its own entry and round trip), then every node's log
+// is synced (durable = last on all three: no batching window open), so
+// that the quiet write opens a fresh window on the slow nodes and its
+// acknowledgment needs only node 1's fdatasync (and, with
+// self-counts-appended, the slow leader's append). The kill lands inside
+// the window unless the acknowledgment took longer than it (logged).
+func (r *run) quietWriteThenKillAll(via int, key string) error {
+	c, err := client.New(client.Config{Endpoints: []string{r.c.Node(via).ClientAddr}, Logger: quietLog})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, []byte(key+"/session"), []byte(key)); err != nil {
+		return fmt.Errorf("the session's write before the quiet one: %w", err)
+	}
+	r.ackedByFaults[key+"/session"] = key
+	if err := r.waitSynced(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := c.Put(ctx, []byte(key), []byte(key)); err != nil {
+		return fmt.Errorf("the write before the kill: %w", err)
+	}
+	took := time.Since(start)
+	if err := r.c.KillMany(1, 2, 3); err != nil {
+		return err
+	}
+	r.ackedByFaults[key] = key
+	r.t.Logf("%s acknowledged in %v, the whole cluster killed", key, took.Round(time.Microsecond))
+	return nil
+}
+
+// waitSynced waits until every node's log is durable to its last entry.
+func (r *run) waitSynced(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		synced := true
+		for id := 1; id <= 3 && synced; id++ {
+			st, err := r.c.Status(ctx, id)
+			synced = err == nil && st.Durable == st.Last
+		}
+		if synced {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the nodes' logs not synced to their last entry: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 // followerLast: the old leader and one follower come back first, the
 // other follower last.
 func followerLast(r *run) error {
@@ -209,6 +268,16 @@ func nodeArgs(id int) []string {
 		return []string{"--wal-sync-ms", "0"}
 	}
 	return []string{"--wal-sync-ms", "50"}
+}
+
+// bugNodeArgs is nodeArgs with the slow nodes' batching window at 250 ms:
+// the quiet write's acknowledgment (one round trip through node 1) and
+// the kill must land inside it on a loaded machine.
+func bugNodeArgs(id int) []string {
+	if id == 1 {
+		return []string{"--wal-sync-ms", "0"}
+	}
+	return []string{"--wal-sync-ms", "250"}
 }
 
 // theSchedule is the fault schedule of every run.

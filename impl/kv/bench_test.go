@@ -182,3 +182,37 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// manyKeysStore: 100,000 keys of 100 bytes, as raftbench leaves a store
+// after a few seconds of writes to distinct keys.
+func manyKeysStore() *kv.Store {
+	st := kv.NewStore(kv.Options{})
+	value := bytes.Repeat([]byte("v"), 100)
+	for i := range 100000 {
+		st.ApplyCommand(st.AppliedIndex()+1, 1, kv.Put([]byte("pipelined-256-r1-"+itoa(uint64(i%256))+"-"+itoa(uint64(i/256))), value))
+	}
+	return st
+}
+
+// BenchmarkClone is what a snapshot costs the replica's own goroutine
+// (replica.Snapshotter: the copy is made there, written on another).
+func BenchmarkClone(b *testing.B) {
+	st := manyKeysStore()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		_ = st.Clone()
+	}
+}
+
+// BenchmarkSnapshotManyKeys is the snapshot job's work for that store.
+func BenchmarkSnapshotManyKeys(b *testing.B) {
+	st := manyKeysStore()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := st.Snapshot(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

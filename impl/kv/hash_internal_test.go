@@ -30,7 +30,10 @@ func TestHashDiffersOnOneKey(t *testing.T) {
 		if err := other.Restore(&snap); err != nil {
 			t.Fatal(err)
 		}
-		keys := other.sortedKeys()
+		var keys []string
+		for _, p := range other.sortedItems() {
+			keys = append(keys, p.key)
+		}
 		key := rapid.SampledFrom(keys).Draw(t, "key")
 		it := other.items[key]
 		value, rev := bytes.Clone(it.value), it.revision
@@ -58,7 +61,7 @@ func TestHashDiffersOnOneKey(t *testing.T) {
 			value = nil
 		}
 		if value != nil {
-			other.set([]byte(key), it, value, rev)
+			other.set([]byte(key), it, true, value, rev)
 		}
 		if err := other.Verify(); err != nil {
 			t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 func TestStoreIsPure(t *testing.T) {
 	allowed := map[string]bool{
 		"bufio": true, "bytes": true, "container/heap": true, "encoding/binary": true,
-		"errors": true, "fmt": true, "hash/crc32": true, "io": true, "math/bits": true, "slices": true,
+		"errors": true, "fmt": true, "hash/crc32": true, "io": true, "maps": true, "math/bits": true, "slices": true,
 		"strings": true, "unicode/utf8": true,
 	}
 	files, _ := filepath.Glob("*.go")

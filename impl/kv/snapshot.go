@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"slices"
 )
 
@@ -69,8 +70,8 @@ func (st *Store) Snapshot(w io.Writer) error {
 
 	x := newHasher()
 	sum := x.clock(st.clockMs)
-	for _, k := range st.sortedKeys() {
-		it := st.items[k]
+	for _, it := range st.sortedItems() {
+		k := it.key
 		b = append(b[:0], recordKey)
 		b = le.AppendUint32(b, uint32(len(k)))
 		b = le.AppendUint32(b, uint32(len(it.value)))
@@ -236,7 +237,7 @@ func readKey(sr *snapReader, st *Store, prev []byte) []byte {
 		sr.fail("key record at byte %d: keys out of order", at)
 		return nil
 	}
-	it := &item{value: value, revision: rev, hash: hashItem(st.hasher, key, value, rev)}
+	it := item{value: value, revision: rev, hash: hashItem(st.hasher, key, value, rev)}
 	st.items[string(key)] = it
 	st.hash += it.hash
 	return key
@@ -286,15 +287,12 @@ func readSession(sr *snapReader, st *Store, prevID uint64) uint64 {
 // Clone returns a copy of the store that shares nothing Apply or Restore
 // changes: the other may go on applying while the copy writes a snapshot
 // (replica.Snapshotter). Values are shared, as they are never modified;
-// the cost is one pass over the keys and sessions. Stats start at zero.
+// the cost is one copy of the key map (items are values, replaced whole by
+// Apply) and a pass over the sessions. Stats start at zero.
 func (st *Store) Clone() *Store {
 	c := &Store{hasher: newHasher(), bugs: st.bugs,
-		items: make(map[string]*item, len(st.items)), sessions: make(map[uint64]*session, len(st.sessions)),
+		items: maps.Clone(st.items), sessions: make(map[uint64]*session, len(st.sessions)),
 		appliedIndex: st.appliedIndex, appliedTerm: st.appliedTerm, clockMs: st.clockMs, clockHash: st.clockHash, hash: st.hash}
-	for k, it := range st.items {
-		x := *it
-		c.items[k] = &x
-	}
 	c.expiry = make(expiryHeap, len(st.expiry))
 	for k, s := range st.expiry {
 		x := *s

@@ -37,7 +37,7 @@ type item struct {
 // the same sessions; clockMs is the largest TimeMs applied (or restored);
 // hash is the sum of the element hashes of hash.go over the whole state.
 type Store struct {
-	items        map[string]*item
+	items        map[string]item
 	sessions     map[uint64]*session
 	expiry       expiryHeap
 	appliedIndex uint64
@@ -79,7 +79,7 @@ func NewStore(opts Options) *Store {
 }
 
 func (st *Store) reset() {
-	st.items = map[string]*item{}
+	st.items = map[string]item{}
 	st.sessions = map[uint64]*session{}
 	st.expiry = nil
 	st.appliedIndex, st.appliedTerm = 0, 0
@@ -160,16 +160,13 @@ func (st *Store) exec(index uint64, c Command) Result {
 // write executes a KV write at index.
 func (st *Store) write(index uint64, c Command) Result {
 	st.stats.Executed++
-	it := st.items[string(c.Key)]
-	var current uint64
-	if it != nil {
-		current = it.revision
-	}
+	it, found := st.items[string(c.Key)]
+	current := it.revision // 0 when absent
 	mismatch := Result{Code: CodeMismatch, Index: index, Revision: current}
 	switch c.Op {
 	case OpPut:
 	case OpCASValue:
-		if it == nil || !bytes.Equal(it.value, c.ValueExpected) {
+		if !found || !bytes.Equal(it.value, c.ValueExpected) {
 			return mismatch
 		}
 	case OpCASRevision:
@@ -177,7 +174,7 @@ func (st *Store) write(index uint64, c Command) Result {
 			return mismatch
 		}
 	case OpDelete:
-		if it == nil {
+		if !found {
 			return Result{Code: CodeNotFound, Index: index}
 		}
 		st.remove(c.Key, it)
@@ -191,31 +188,30 @@ func (st *Store) write(index uint64, c Command) Result {
 	default:
 		violated("write of op %v", c.Op)
 	}
-	st.set(c.Key, it, c.Value, index)
+	st.set(c.Key, it, found, c.Value, index)
 	return Result{Code: CodeOK, Index: index, Revision: index}
 }
 
-// set stores a copy of value at key (whose item is it, nil if absent).
-func (st *Store) set(key []byte, it *item, value []byte, revision uint64) {
+// set stores a copy of value at key (whose item is old when found). Items
+// are values in the map, replaced whole, never changed in place: a Clone
+// shares none of them with the store (and costs one copy of the map).
+func (st *Store) set(key []byte, old item, found bool, value []byte, revision uint64) {
 	if len(key) < 1 || len(key) > KeyBytesMax || len(value) > ValueBytesMax || revision < 1 || revision > st.appliedIndex {
 		violated("set of key of %d bytes, value of %d bytes at revision %d (applied %d)", len(key), len(value), revision, st.appliedIndex)
 	}
-	if it == nil {
-		it = &item{}
-		st.items[string(key)] = it
-	} else {
-		st.hash -= it.hash
+	if found {
+		st.hash -= old.hash
 	}
-	it.value = bytes.Clone(value)
+	it := item{value: bytes.Clone(value), revision: revision}
 	if it.value == nil {
 		it.value = []byte{}
 	}
-	it.revision = revision
 	it.hash = hashItem(st.hasher, key, it.value, revision)
 	st.hash += it.hash
+	st.items[string(key)] = it
 }
 
-func (st *Store) remove(key []byte, it *item) {
+func (st *Store) remove(key []byte, it item) {
 	st.hash -= it.hash
 	delete(st.items, string(key))
 }
@@ -235,11 +231,8 @@ func hashItem[K ~string | ~[]byte](x *hasher, key K, value []byte, revision uint
 // not modify it. A read is linearizable once AppliedIndex reaches the read
 // index the runtime obtained (ReadIndex).
 func (st *Store) Get(key []byte) (value []byte, revision uint64, found bool) {
-	it := st.items[string(key)]
-	if it == nil {
-		return nil, 0, false
-	}
-	return it.value, it.revision, true
+	it, found := st.items[string(key)]
+	return it.value, it.revision, found
 }
 
 // AppliedIndex is the index of the last entry applied (or restored).
@@ -288,21 +281,28 @@ func (st *Store) Stats() Stats {
 // false. fn must not modify the store or the slices it is handed. It costs
 // one sorted slice of the keys.
 func (st *Store) Range(fn func(key, value []byte, revision uint64) bool) {
-	for _, k := range st.sortedKeys() {
-		it := st.items[k]
-		if !fn([]byte(k), it.value, it.revision) {
+	for _, p := range st.sortedItems() {
+		if !fn([]byte(p.key), p.value, p.revision) {
 			return
 		}
 	}
 }
 
-func (st *Store) sortedKeys() []string {
-	keys := make([]string, 0, len(st.items))
-	for k := range st.items {
-		keys = append(keys, k)
+// keyed is an item with its key, for the sorted passes.
+type keyed struct {
+	key string
+	item
+}
+
+// sortedItems is every item with its key, in ascending key order: one pass
+// over the map and a sort (no lookup per key afterwards).
+func (st *Store) sortedItems() []keyed {
+	out := make([]keyed, 0, len(st.items))
+	for k, it := range st.items {
+		out = append(out, keyed{key: k, item: it})
 	}
-	slices.Sort(keys)
-	return keys
+	slices.SortFunc(out, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	return out
 }
 
 func (st *Store) sortedSessions() []*session {

@@ -335,6 +335,7 @@ type Status struct {
 	Commit     uint64 `json:"commit"`
 	Applied    uint64 `json:"applied"`
 	Durable    uint64 `json:"durable"`
+	Last       uint64 `json:"last"`
 	Fence      string `json:"fence"`
 	NotServing string `json:"not_serving"`
 	WALFailed  bool   `json:"wal_failed"`

@@ -72,3 +72,48 @@ func BenchmarkCacheHandOff(b *testing.B) {
 		handOne(l)
 	}
 }
+
+// TestEntriesFromMemory: entries from the cache and unstable come in one
+// allocation and keep limitBytes' rule (at least one entry, then within
+// the bound).
+func TestEntriesFromMemory(t *testing.T) {
+	l := cacheLog(t, 1<<20, 1000)
+	for k := 0; k < 10; k++ {
+		l.append(Entry{Index: l.last + 1, Term: 1, Data: bytes.Repeat([]byte{1}, 100)})
+	}
+	cf := l.cacheFrom()
+	for _, c := range []struct {
+		lo, hi, bytesMax uint64
+		want             int
+	}{
+		{cf, l.last + 1, 1 << 30, int(l.last + 1 - cf)},
+		{l.last - 20, l.last + 1, 1 << 30, 21}, // across cache and unstable
+		{l.last - 20, l.last + 1, 250, 2},
+		{l.last - 20, l.last + 1, 1, 1},
+		{l.last - 5, l.last + 1, 1 << 30, 6}, // unstable only
+		{cf, cf + 1, 0, 1},
+	} {
+		got, err := l.entries(c.lo, c.hi, c.bytesMax)
+		if err != nil || len(got) != c.want {
+			t.Fatalf("entries(%d, %d, %d): %d entries, err %v; want %d", c.lo, c.hi, c.bytesMax, len(got), err, c.want)
+		}
+		for k, e := range got {
+			if e.Index != c.lo+uint64(k) {
+				t.Fatalf("entries(%d, %d, %d)[%d] is entry %d", c.lo, c.hi, c.bytesMax, k, e.Index)
+			}
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { _, _ = l.entries(l.last-40, l.last+1, 1<<30) }); a != 1 && !raceEnabled {
+		t.Fatalf("entries from memory: %v allocations, want 1", a)
+	}
+}
+
+// BenchmarkEntriesFromMemory is a leader's read of a 64-entry batch for an
+// AppendEntries (cache and unstable).
+func BenchmarkEntriesFromMemory(b *testing.B) {
+	l := cacheLog(b, 4<<20, 50000)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = l.entries(l.last-63, l.last+1, 1<<30)
+	}
+}

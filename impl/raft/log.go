@@ -2,6 +2,7 @@ package raft
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -180,15 +181,37 @@ func (l *raftLog) entries(lo, hi, bytesMax uint64) ([]Entry, error) {
 		}
 		lo = cf
 	}
-	for lo < hi && lo <= l.handed {
-		out = append(out, l.cache[lo-cf])
-		lo++
+	// The entries in memory: counted first within bytesMax (limitBytes'
+	// rule, the storage part included), then copied into one allocation.
+	var size uint64
+	for _, e := range out {
+		size += uint64(len(e.Data))
 	}
-	for lo < hi {
-		out = append(out, l.unstable[lo-l.handed-1])
-		lo++
+	end := lo
+	for ; end < hi; end++ {
+		size += uint64(len(l.at(end, cf).Data))
+		if (len(out) > 0 || end > lo) && size > bytesMax {
+			break
+		}
 	}
-	return limitBytes(out, bytesMax), nil
+	out = slices.Grow(out, int(end-lo))
+	if lo <= l.handed {
+		out = append(out, l.cache[lo-cf:min(end, l.handed+1)-cf]...)
+		lo = min(end, l.handed+1)
+	}
+	if lo < end {
+		out = append(out, l.unstable[lo-l.handed-1:end-l.handed-1]...)
+	}
+	return out, nil
+}
+
+// at is the entry at index i held in memory (cache or unstable; cf is
+// cacheFrom).
+func (l *raftLog) at(i, cf uint64) *Entry {
+	if i <= l.handed {
+		return &l.cache[i-cf]
+	}
+	return &l.unstable[i-l.handed-1]
 }
 
 // checkRead is the read-back half of the pairing "terms recorded on append,

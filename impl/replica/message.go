@@ -46,7 +46,7 @@ var (
 // stamp fills an outgoing AppendEntries with the WAL's records of its
 // entries and the chain value at PrevLogIndex. Every entry of a Ready's
 // messages is in the WAL by now (processReady appends before it sends).
-func (r *Replica) stamp(m *raft.Message) (Message, error) {
+func (r *Replica) stamp(m *raft.Message, last *stamped) (Message, error) {
 	out := Message{Message: *m}
 	if m.Type != raft.MsgApp {
 		return out, nil
@@ -59,16 +59,28 @@ func (r *Replica) stamp(m *raft.Message) (Message, error) {
 	if len(m.Entries) == 0 {
 		return out, nil
 	}
-	lo := m.Entries[0].Index
-	recs, err := r.w.Records(lo, lo+uint64(len(m.Entries)), math.MaxUint64)
-	if err != nil {
-		return out, fmt.Errorf("records [%d, %d): %w", lo, lo+uint64(len(m.Entries)), err)
+	lo, n := m.Entries[0].Index, len(m.Entries)
+	if last.recs != nil && last.lo == lo && len(last.recs) == n {
+		out.Records = last.recs // the same range to another follower: the records are immutable
+		return out, nil
 	}
-	if len(recs) != len(m.Entries) {
-		return out, fmt.Errorf("records [%d, %d): got %d", lo, lo+uint64(len(m.Entries)), len(recs))
+	recs, err := r.w.Records(lo, lo+uint64(n), math.MaxUint64)
+	if err != nil {
+		return out, fmt.Errorf("records [%d, %d): %w", lo, lo+uint64(n), err)
+	}
+	if len(recs) != n {
+		return out, fmt.Errorf("records [%d, %d): got %d", lo, lo+uint64(n), len(recs))
 	}
 	out.Records = recs
+	*last = stamped{lo: lo, recs: recs}
 	return out, nil
+}
+
+// stamped is the records stamp read last within one Ready's messages:
+// followers in step are sent the same range.
+type stamped struct {
+	lo   uint64
+	recs []wal.Record
 }
 
 // verifyApp checks an incoming AppendEntries before the core sees it: every

@@ -166,12 +166,13 @@ func (r *Replica) sendStamped(ms []raft.Message) {
 		return
 	}
 	out := make([]Message, 0, len(ms))
+	var last stamped
 	for k := range ms {
 		if ms[k].Type == raft.MsgSnap {
 			r.startSend(&ms[k]) // streamed by the runtime, chunk by chunk
 			continue
 		}
-		m, err := r.stamp(&ms[k])
+		m, err := r.stamp(&ms[k], &last)
 		if err != nil {
 			r.stats.MessagesDropped.Add(1)
 			r.alert.log(r.log, "stamp", "replica: cannot read the records of an outgoing AppendEntries; dropped", "to", uint64(ms[k].To), "err", err)

@@ -6,8 +6,9 @@ import "time"
 // metrics (Config.ObserveStage). A leader's proposal passes them in order:
 // StageAppend (from Proposal.At, or from reaching the replica, to the WAL
 // taking the entry), StageLeaderSync (to the leader's own fdatasync
-// covering it), StageMajorityDurable (to its commit: a majority has it
-// durable), StageApply (the state machine's Apply). Every node, leader or
+// covering it, or to the commit when the followers were first),
+// StageMajorityDurable (to its commit: a majority has it durable),
+// StageApply (the state machine's Apply). Every node, leader or
 // follower, times StageApply for every entry it applies.
 type Stage uint8
 
@@ -83,9 +84,19 @@ func (r *Replica) timeDurable(durable uint64) {
 }
 
 // timeCommitted times the majority-durable stage of a proposal applied
-// now (its commit came in the Ready being processed).
+// now (its commit came in the Ready being processed). The leader's own
+// fdatasync runs in parallel with the followers': when two followers made
+// the entry durable first, the commit came before the leader's fdatasync
+// covered it, and the leader-fdatasync stage ends at the commit (the
+// majority-durable stage then takes no time), so that every write is
+// observed once in every stage and the stages add up to its commit.
 func (r *Replica) timeCommitted(p *pendingProposal, now time.Time) {
-	if !p.durableAt.IsZero() {
-		r.cfg.ObserveStage(StageMajorityDurable, now.Sub(p.durableAt))
+	if p.appendedAt.IsZero() {
+		return
 	}
+	if p.durableAt.IsZero() {
+		p.durableAt = now
+		r.cfg.ObserveStage(StageLeaderSync, now.Sub(p.appendedAt))
+	}
+	r.cfg.ObserveStage(StageMajorityDurable, now.Sub(p.durableAt))
 }

@@ -109,9 +109,26 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	ln := tc.nodes[lead]
-	st, err := ln.status(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// Every follower has acknowledged something (on a loaded machine the
+	// writes may all commit on the leader and one follower while the other
+	// is still connecting; its series below are checked for a match >= 1).
+	var st StatusBody
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-poll.C {
+		if st, err = ln.status(ctx); err != nil {
+			t.Fatal(err)
+		}
+		acked := len(st.Progress) == len(tc.dirs)-1
+		for _, p := range st.Progress {
+			acked = acked && p.Match >= 1
+		}
+		if acked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a follower acknowledged nothing in 10s: %+v", st.Progress)
+		}
 	}
 	fams := scrape(t, tc.url(lead, "/metrics"))
 

@@ -53,13 +53,16 @@ func (w *WAL) appendLocked(recs [][]byte, sums []uint32, term func(int) uint64) 
 		w.metas = append(w.metas, entryMeta{term: term(i), size: uint32(len(rec)), checksum: sums[i]})
 		w.cacheBytes += len(rec)
 	}
-	w.cache = append(w.cache, recs...)
+	w.cache.push(recs)
 	n := len(recs)
 	w.tip = chainTip{index: w.tip.index + uint64(n), term: term(n - 1), checksum: sums[n-1]}
 	w.ticketLast++
 	w.queueLocked(op{kind: opRecords, recs: recs})
 	if uint64(len(w.metas)) != w.tip.index-w.base.index {
 		violated("metas %d for indexes (%d, %d]", len(w.metas), w.base.index, w.tip.index)
+	}
+	if uint64(w.cache.len()) != w.tip.index+1-w.cacheFirst {
+		violated("tail cache of %d records for indexes [%d, %d]", w.cache.len(), w.cacheFirst, w.tip.index)
 	}
 }
 
@@ -154,14 +157,10 @@ func (w *WAL) TruncateSuffix(from uint64) error {
 	}
 	w.metas = w.metas[:keep]
 	if from < w.cacheFirst {
-		w.cache, w.cacheFirst = nil, from
+		w.cache.reset()
+		w.cacheFirst, w.cacheBytes = from, 0
 	} else {
-		clear(w.cache[from-w.cacheFirst:])
-		w.cache = w.cache[:from-w.cacheFirst]
-	}
-	w.cacheBytes = 0
-	for _, r := range w.cache {
-		w.cacheBytes += len(r)
+		w.cacheBytes -= w.cache.keep(int(from - w.cacheFirst))
 	}
 	w.tip = newTip
 	if d := w.durableIndex.Load(); d > newTip.index {
@@ -273,8 +272,8 @@ func (w *WAL) resetLocked(index, term uint64, checksum uint32) error {
 	base := chainTip{index: index, term: term, checksum: checksum}
 	w.markRemovedLocked(min(w.base.index, index) + 1)
 	w.base, w.tip, w.metas = base, base, nil
-	clear(w.cache)
-	w.cache, w.cacheFirst, w.cacheBytes = nil, index+1, 0
+	w.cache.reset()
+	w.cacheFirst, w.cacheBytes = index+1, 0
 	// The durable index reaches index only when the reset itself is on disk; until then
 	// it may sit below the new watermark (a crash would bring the old log back).
 	if w.durableIndex.Load() > index {
@@ -331,11 +330,8 @@ func (w *WAL) SubmitCompact(throughIndex uint64) (uint64, error) {
 		w.segs[k].name, base.checksum, base.term, m.checksum, m.term, base.index)
 	w.metas = append([]entryMeta(nil), w.metas[base.index-w.base.index:]...)
 	if w.cacheFirst <= base.index {
-		n := base.index + 1 - w.cacheFirst
-		for _, r := range w.cache[:n] {
-			w.cacheBytes -= len(r)
-		}
-		w.cache, w.cacheFirst = w.cache[n:], base.index+1
+		w.cacheBytes -= w.cache.dropFront(int(base.index + 1 - w.cacheFirst))
+		w.cacheFirst = base.index + 1
 	}
 	w.base = base
 	dropped := append([]*segment(nil), w.segs[:k]...)

@@ -133,7 +133,7 @@ func TestReadPathNeverServesCorrupt(t *testing.T) {
 	defer w.Close()
 	fill(t, w, 12)
 	w.mu.Lock()
-	w.cache, w.cacheFirst, w.cacheBytes = nil, w.tip.index+1, 0 // drop the tail cache
+	w.cache, w.cacheFirst, w.cacheBytes = recordRing{}, w.tip.index+1, 0 // drop the tail cache
 	m := w.metas[5-1]
 	w.mu.Unlock()
 	name := segPath(m.seg.name)

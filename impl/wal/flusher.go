@@ -176,9 +176,7 @@ func (w *WAL) evictLocked() {
 		if w.metas[w.cacheFirst-w.base.index-1].seg == nil {
 			return
 		}
-		w.cacheBytes -= len(w.cache[0])
-		w.cache[0] = nil
-		w.cache = w.cache[1:]
+		w.cacheBytes -= w.cache.dropFront(1)
 		w.cacheFirst++
 	}
 }

@@ -104,7 +104,7 @@ func FuzzAppendRecords(f *testing.F) {
 			t.Fatal(err)
 		}
 		w.mu.Lock()
-		w.cache, w.cacheFirst, w.cacheBytes = nil, w.tip.index+1, 0 // read from the disk
+		w.cache, w.cacheFirst, w.cacheBytes = recordRing{}, w.tip.index+1, 0 // read from the disk
 		w.mu.Unlock()
 		checkStored("segments")
 	})

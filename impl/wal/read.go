@@ -115,20 +115,17 @@ func (w *WAL) markRemovedLocked(from uint64) {
 	}
 }
 
-// readItem is one entry of a read plan.
+// readItem is one entry of a read plan; readPlan fills in rec and entry.
 type readItem struct {
 	index        uint64
 	meta         entryMeta
 	checksumPrev uint32
-	rec          []byte // the cached record, or nil: read it from meta.seg
-}
-
-// readResult is a verified record: its bytes (aliasing the tail cache when cached) and
-// the entry decoded from them (Data aliases rec).
-type readResult struct {
+	// rec is the cached record (set by the plan; cached then), or nil: read it from
+	// meta.seg, and then the verified bytes read. entry is decoded from rec (Data
+	// aliases rec).
 	rec    []byte
-	entry  Entry
 	cached bool
+	entry  Entry
 }
 
 // Entries returns the entries with indexes in [lo, hi), from the tail cache or straight
@@ -147,17 +144,18 @@ func (w *WAL) Entries(lo, hi, maxBytes uint64) ([]Entry, error) {
 		return nil, err
 	}
 	out := make([]Entry, len(got))
-	for i, g := range got {
-		out[i] = g.entry
-		if g.cached {
-			out[i].Data = append([]byte(nil), g.entry.Data...) // the cache is never handed out
+	for i := range got {
+		out[i] = got[i].entry
+		if got[i].cached {
+			out[i].Data = append([]byte(nil), got[i].entry.Data...) // the cache is never handed out
 		}
 	}
 	return out, nil
 }
 
-// read plans and performs a verified read of [lo, hi): see Entries.
-func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
+// read plans and performs a verified read of [lo, hi): see Entries. The plan it
+// returns holds each record and its entry.
+func (w *WAL) read(lo, hi, maxBytes uint64) ([]readItem, error) {
 	w.mu.Lock()
 	switch {
 	case w.closing:
@@ -190,7 +188,7 @@ func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
 		total += uint64(m.size)
 		it := readItem{index: i, meta: m, checksumPrev: prev}
 		if i >= w.cacheFirst {
-			it.rec = w.cache[i-w.cacheFirst]
+			it.rec, it.cached = w.cache.at(int(i-w.cacheFirst)), true
 		}
 		if it.rec == nil && m.seg == nil {
 			violated("entry %d neither cached nor on disk", i)
@@ -200,45 +198,43 @@ func (w *WAL) read(lo, hi, maxBytes uint64) ([]readResult, error) {
 	}
 	w.filesMu.RLock()
 	w.mu.Unlock()
-	out, bad, err := w.readPlan(plan)
+	bad, err := w.readPlan(plan)
 	w.filesMu.RUnlock() // before corruptRead: fail takes mu (lock order)
 	if err != nil {
 		return nil, w.corruptRead(bad, err)
 	}
-	return out, nil
+	return plan, nil
 }
 
-// readPlan reads and verifies the plan's records, one ReadAt per run of records that
-// are contiguous in one segment. On failure it returns the item that failed.
-func (w *WAL) readPlan(plan []readItem) ([]readResult, readItem, error) {
-	out := make([]readResult, 0, len(plan))
+// readPlan reads and verifies the plan's records in place (rec, entry), one ReadAt
+// per run of records that are contiguous in one segment. On failure it returns the
+// item that failed.
+func (w *WAL) readPlan(plan []readItem) (readItem, error) {
 	for i := 0; i < len(plan); {
-		if plan[i].rec != nil {
+		if plan[i].cached {
 			e, err := verifyItem(plan[i].rec, plan[i])
 			if err != nil {
-				return nil, plan[i], fmt.Errorf("in the tail cache: %w", err)
+				return plan[i], fmt.Errorf("in the tail cache: %w", err)
 			}
-			out = append(out, readResult{rec: plan[i].rec, entry: e, cached: true})
+			plan[i].entry = e
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(plan) && plan[j].rec == nil && plan[j].meta.seg == plan[i].meta.seg &&
+		for j < len(plan) && !plan[j].cached && plan[j].meta.seg == plan[i].meta.seg &&
 			plan[j].meta.offset == plan[j-1].meta.offset+int64(plan[j-1].meta.size) {
 			j++
 		}
-		run, bad, err := w.readRun(plan[i:j])
-		if err != nil {
-			return nil, bad, err
+		if bad, err := w.readRun(plan[i:j]); err != nil {
+			return bad, err
 		}
-		out = append(out, run...)
 		i = j
 	}
-	return out, readItem{}, nil
+	return readItem{}, nil
 }
 
 // readRun reads a contiguous run of records, re-reading it while it fails verification.
-func (w *WAL) readRun(run []readItem) ([]readResult, readItem, error) {
+func (w *WAL) readRun(run []readItem) (readItem, error) {
 	first, last := run[0].meta, run[len(run)-1].meta
 	size := last.offset + int64(last.size) - first.offset
 	var failed readItem
@@ -249,27 +245,27 @@ func (w *WAL) readRun(run []readItem) ([]readResult, readItem, error) {
 			lastErr, failed = fmt.Errorf("read: %w", err), run[0]
 			continue
 		}
-		out := make([]readResult, 0, len(run))
 		lastErr = nil
-		for _, it := range run {
+		for k := range run {
+			it := &run[k]
 			off := it.meta.offset - first.offset
 			rec := buf[off : off+int64(it.meta.size) : off+int64(it.meta.size)]
-			e, err := verifyItem(rec, it)
+			e, err := verifyItem(rec, *it)
 			if err != nil {
-				lastErr, failed = err, it
+				lastErr, failed = err, *it
 				break
 			}
-			out = append(out, readResult{rec: rec, entry: e})
+			it.rec, it.entry = rec, e
 		}
 		if lastErr == nil {
 			if attempt > 0 {
 				w.log.Warn("wal: read failed verification, then a re-read succeeded (transient)", "segment", first.seg.name,
 					"offset", first.offset, "attempts", attempt+1)
 			}
-			return out, readItem{}, nil
+			return readItem{}, nil
 		}
 	}
-	return nil, failed, fmt.Errorf("in %s: %w", first.seg.name, lastErr)
+	return failed, fmt.Errorf("in %s: %w", first.seg.name, lastErr)
 }
 
 // verifyItem checks a record against what the WAL holds in memory for it.

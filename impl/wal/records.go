@@ -46,8 +46,9 @@ func (w *WAL) Records(lo, hi, maxBytes uint64) ([]Record, error) {
 		return nil, err
 	}
 	out := make([]Record, len(got))
-	for i, g := range got {
-		out[i] = Record(g.rec[:len(g.rec):len(g.rec)])
+	for i := range got {
+		rec := got[i].rec
+		out[i] = Record(rec[:len(rec):len(rec)])
 	}
 	return out, nil
 }

@@ -114,7 +114,7 @@ type WAL struct {
 	// cache holds the encoded records of indexes [cacheFirst, tip.index]. Invariant:
 	// every record whose meta has no segment is in it. Records in it are never
 	// modified (Records hands them out).
-	cache      [][]byte
+	cache      recordRing
 	cacheFirst uint64
 	cacheBytes int
 	// segs are the segments holding the log, oldest first; the newest is the active

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,12 +20,13 @@ import (
 )
 
 // order is the order systems run in at each client count.
-var order = []string{"pipelined", "http", "noop", "etcd"}
+var order = []string{"pipelined", "pipelined-b", "http", "noop", "etcd"}
 
 type bench struct {
 	o        *options
 	out, log io.Writer
 	raftd    *raftdCluster
+	raftdB   *raftdCluster // the B side of an A/B run (-raftd-b), nil without
 	etcd     *etcdCluster
 	noop     *child
 	noopAddr string
@@ -35,9 +37,11 @@ type bench struct {
 type measured struct {
 	result
 	cpu, clientCPU time.Duration
-	syncs, records []uint64 // per raftd node, per write below
-	entries        uint64   // log entries the leader appended
-	sent, batches  uint64   // messages the leader sent, proposal batches it took
+	syncs, records []uint64   // per raftd node, per write below
+	hists          []histSums // per raftd node: stage and fdatasync histograms over the window
+	leader         int        // index of the leader in hists
+	entries        uint64     // log entries the leader appended
+	sent, batches  uint64     // messages the leader sent, proposal batches it took
 }
 
 func (b *bench) run(ctx context.Context) error {
@@ -45,22 +49,72 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "raftbench: %d-byte values to distinct keys, %v measured per system (after %v warm-up), data on %s\n",
-		b.o.valueBytes, b.o.duration, b.o.warmup, b.o.dir)
+	fmt.Fprintf(b.out, "raftbench: %d-byte values to distinct keys, %v measured per system %d time(s) in turn (each after %v warm-up), data on %s\n",
+		b.o.valueBytes, b.o.duration, b.o.rounds, b.o.warmup, b.o.dir)
 	for _, c := range b.o.clients {
 		got := map[string]measured{}
+		for round := 1; round <= b.o.rounds; round++ {
+			for _, sys := range order {
+				if !b.o.systems[sys] {
+					continue
+				}
+				last := c == b.o.clients[len(b.o.clients)-1] && round == b.o.rounds
+				m, err := b.measure(ctx, sys, c, round, last)
+				if err != nil {
+					return fmt.Errorf("%s at %d clients: %w", sys, c, err)
+				}
+				got[sys] = got[sys].merge(m)
+			}
+		}
 		for _, sys := range order {
-			if !b.o.systems[sys] {
-				continue
+			if m, ok := got[sys]; ok {
+				b.printOne(sys, c, m)
 			}
-			m, err := b.measure(ctx, sys, c, c == b.o.clients[len(b.o.clients)-1])
-			if err != nil {
-				return fmt.Errorf("%s at %d clients: %w", sys, c, err)
-			}
-			got[sys] = m
-			b.printOne(sys, c, m)
 		}
 		fmt.Fprintln(b.out, summary(c, got))
+	}
+	return nil
+}
+
+// merge adds the figures of another round of the same system.
+func (m measured) merge(o measured) measured {
+	if m.elapsed == 0 {
+		return o
+	}
+	m.writes += o.writes
+	m.failed += o.failed
+	m.elapsed += o.elapsed
+	m.lat = append(m.lat, o.lat...)
+	slices.Sort(m.lat)
+	if m.firstErr == nil {
+		m.firstErr = o.firstErr
+	}
+	m.cpu += o.cpu
+	m.clientCPU += o.clientCPU
+	m.entries += o.entries
+	m.sent += o.sent
+	m.batches += o.batches
+	for k := range m.syncs {
+		m.syncs[k] += o.syncs[k]
+		m.records[k] += o.records[k]
+	}
+	if len(m.hists) == len(o.hists) {
+		for k := range m.hists {
+			m.hists[k] = m.hists[k].plus(o.hists[k])
+		}
+	} else {
+		m.hists = nil
+	}
+	return m
+}
+
+// clusterOf is the raftd cluster a system measures (nil for noop and etcd).
+func (b *bench) clusterOf(sys string) *raftdCluster {
+	switch sys {
+	case "pipelined", "http":
+		return b.raftd
+	case "pipelined-b":
+		return b.raftdB
 	}
 	return nil
 }
@@ -68,11 +122,20 @@ func (b *bench) run(ctx context.Context) error {
 func (b *bench) start(ctx context.Context) error {
 	if b.o.systems["pipelined"] || b.o.systems["http"] {
 		err := retryPorts(func(try int) (err error) {
-			b.raftd, err = startRaftd(ctx, b.o.raftd, filepath.Join(b.o.dir, fmt.Sprintf("raftd-%d", try)))
+			b.raftd, err = startRaftd(ctx, b.o.raftd, filepath.Join(b.o.dir, fmt.Sprintf("raftd-%d", try)), b.o.raftdArgs)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("raftd: %w", err)
+		}
+	}
+	if b.o.systems["pipelined-b"] {
+		err := retryPorts(func(try int) (err error) {
+			b.raftdB, err = startRaftd(ctx, b.o.raftdB, filepath.Join(b.o.dir, fmt.Sprintf("raftd-b-%d", try)), b.o.raftdBArgs)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("raftd B: %w", err)
 		}
 	}
 	if b.o.systems["noop"] {
@@ -125,6 +188,9 @@ func (b *bench) stopAll() {
 	if b.raftd != nil {
 		b.raftd.stop()
 	}
+	if b.raftdB != nil {
+		b.raftdB.stop()
+	}
 	if b.noop != nil {
 		b.noop.stop()
 	}
@@ -134,16 +200,18 @@ func (b *bench) stopAll() {
 }
 
 // measure runs one system at clients writers.
-func (b *bench) measure(ctx context.Context, sys string, clients int, last bool) (measured, error) {
+func (b *bench) measure(ctx context.Context, sys string, clients, round int, last bool) (measured, error) {
 	do, closeFn, pids, err := b.driver(sys, clients)
 	if err != nil {
 		return measured{}, err
 	}
 	defer closeFn()
-	raftdRun := b.raftd != nil && (sys == "pipelined" || sys == "http")
+	cl := b.clusterOf(sys)
+	raftdRun := cl != nil
 	profDone := make(chan error, 1)
 	profile := sys == b.o.profileSystem && last && b.o.profileDir != ""
 	var before, after []nodeStatus
+	var histBefore, histAfter []histSums
 	var errBefore, errAfter error
 	var cpu0, cpu1, self0, self1 time.Duration
 	var selfProf *os.File // the load generator's own CPU profile
@@ -151,10 +219,11 @@ func (b *bench) measure(ctx context.Context, sys string, clients int, last bool)
 		if !end {
 			cpu0, self0 = cpuOf(pids), selfCPU()
 			if raftdRun {
-				before, errBefore = b.raftd.counters(ctx)
+				before, errBefore = cl.counters(ctx)
+				histBefore = cl.metrics(ctx)
 			}
 			if profile {
-				go func() { profDone <- b.raftd.profile(ctx, b.o.duration, b.o.profileDir) }()
+				go func() { profDone <- cl.profile(ctx, b.o.duration, b.o.profileDir) }()
 				if f, err := os.Create(filepath.Join(b.o.profileDir, "raftbench-cpu.pprof")); err == nil {
 					if pprof.StartCPUProfile(f) == nil {
 						selfProf = f
@@ -171,13 +240,14 @@ func (b *bench) measure(ctx context.Context, sys string, clients int, last bool)
 			selfProf.Close()
 		}
 		if raftdRun {
-			after, errAfter = b.raftd.counters(context.Background())
+			after, errAfter = cl.counters(context.Background())
+			histAfter = cl.metrics(context.Background())
 		}
 	}
 	if !profile {
 		profDone <- nil
 	}
-	prefix := fmt.Sprintf("%s-%d", sys, clients)
+	prefix := fmt.Sprintf("%s-%d-r%d", sys, clients, round)
 	r := drive(ctx, clients, prefix, b.o.warmup, b.o.duration, do, mark)
 	m := measured{result: r, cpu: cpu1 - cpu0, clientCPU: self1 - self0}
 	if ctx.Err() != nil {
@@ -193,10 +263,11 @@ func (b *bench) measure(ctx context.Context, sys string, clients int, last bool)
 		return m, err
 	}
 	if raftdRun {
-		lead := b.raftd.leader - 1
+		lead := cl.leader - 1
 		m.entries = after[lead].Last - before[lead].Last
 		m.sent = after[lead].Replica["messages_sent"] - before[lead].Replica["messages_sent"]
 		m.batches = after[lead].Replica["proposal_batches"] - before[lead].Replica["proposal_batches"]
+		m.hists, m.leader = histDelta(histBefore, histAfter), lead
 		for k := range after {
 			m.syncs = append(m.syncs, after[k].WAL.Syncs-before[k].WAL.Syncs)
 			m.records = append(m.records, after[k].WAL.Records-before[k].WAL.Records)
@@ -217,10 +288,11 @@ func cmpErr(a, b error) error {
 func (b *bench) driver(sys string, clients int) (op, func(), []int, error) {
 	conns := min(clients, b.o.conns)
 	switch sys {
-	case "pipelined":
+	case "pipelined", "pipelined-b":
+		cl := b.clusterOf(sys)
 		var cs []*client.Client
 		for k := 0; k < conns; k++ {
-			c, err := client.New(client.Config{Endpoints: append([]string{b.raftd.leaderAddr()}, b.raftd.endpoints()...)})
+			c, err := client.New(client.Config{Endpoints: append([]string{cl.leaderAddr()}, cl.endpoints()...)})
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -234,7 +306,7 @@ func (b *bench) driver(sys string, clients int) (op, func(), []int, error) {
 		return func(ctx context.Context, w int, key []byte) error {
 			_, err := cs[w%len(cs)].Put(ctx, key, b.value)
 			return err
-		}, closeFn, b.raftd.pids(), nil
+		}, closeFn, cl.pids(), nil
 	case "http":
 		return b.httpDriver(b.raftd.leaderAddr(), clients), func() {}, b.raftd.pids(), nil
 	case "noop":
@@ -308,6 +380,7 @@ func (b *bench) printOne(sys string, clients int, m measured) {
 			}
 			fmt.Fprintf(&extra, "%.2f", float64(s)/float64(m.writes))
 		}
+		extra.WriteString(stageFields(m.hists, m.leader))
 	}
 	fmt.Fprintf(b.out, "  %-9s clients=%d writes_per_s=%.0f p50=%s p99=%s p999=%s failed=%d server_cpu_us_per_write=%.1f client_cpu_us_per_write=%.1f%s\n",
 		sys, clients, m.rate(), ms(m.pct(0.50)), ms(m.pct(0.99)), ms(m.pct(0.999)), m.failed,
@@ -339,11 +412,18 @@ func summary(clients int, got map[string]measured) string {
 		return fmt.Sprintf("%.2f", a/b)
 	}
 	p, okP := got["pipelined"]
+	pb, okB := got["pipelined-b"]
 	h, okH := got["http"]
 	n, okN := got["noop"]
 	e, okE := got["etcd"]
-	return fmt.Sprintf("clients=%d raftd_http=%s raftd_pipelined=%s etcd=%s noop_http=%s http_over_noop=%s pipelined_over_etcd=%s p99_pipelined_over_etcd=%s http_over_etcd=%s",
+	line := fmt.Sprintf("clients=%d raftd_http=%s raftd_pipelined=%s etcd=%s noop_http=%s http_over_noop=%s pipelined_over_etcd=%s p99_pipelined_over_etcd=%s http_over_etcd=%s",
 		clients, rate("http"), rate("pipelined"), rate("etcd"), rate("noop"),
 		ratio(h.rate(), n.rate(), okH, okN), ratio(p.rate(), e.rate(), okP, okE),
 		ratio(float64(p.pct(0.99)), float64(e.pct(0.99)), okP, okE), ratio(h.rate(), e.rate(), okH, okE))
+	if okB {
+		line += fmt.Sprintf(" raftd_pipelined_b=%s b_over_a=%s p50_b_over_a=%s p99_b_over_a=%s b_over_etcd=%s", rate("pipelined-b"),
+			ratio(pb.rate(), p.rate(), okB, okP), ratio(float64(pb.pct(0.5)), float64(p.pct(0.5)), okB, okP),
+			ratio(float64(pb.pct(0.99)), float64(p.pct(0.99)), okB, okP), ratio(pb.rate(), e.rate(), okB, okE))
+	}
+	return line
 }

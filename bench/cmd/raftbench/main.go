@@ -24,6 +24,10 @@ func main() {
 
 type options struct {
 	raftd, etcd, dir  string
+	raftdB            string   // the B side of an A/B run ("" none)
+	raftdArgs         []string // extra flags of every raftd of cluster A
+	raftdBArgs        []string // ... of cluster B
+	rounds            int
 	clients           []int
 	conns, valueBytes int
 	duration, warmup  time.Duration
@@ -38,6 +42,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	o := &options{}
 	fs.StringVar(&o.raftd, "raftd", "bin/raftd", "the raftd binary")
+	fs.StringVar(&o.raftdB, "raftd-b", "", "A/B in one run: a second raftd binary, measured over the pipelined protocol as pipelined-b right after pipelined at each client count, in a cluster of its own (b_over_a in the summary)")
+	raftdArgs := fs.String("raftd-args", "", "extra flags of cluster A's raftd processes, space-separated")
+	raftdBArgs := fs.String("raftd-b-args", "", "extra flags of cluster B's raftd processes (with -raftd-b; alone: B is -raftd with these flags)")
+	fs.IntVar(&o.rounds, "rounds", 1, "measure every system this many times at each client count, the systems in turn (A B A B ...), and report the sums: the machine's load drifts less between the systems compared")
 	fs.StringVar(&o.etcd, "etcd", "etcd", "the etcd binary (looked up on PATH); absent: the etcd fields are na")
 	fs.StringVar(&o.dir, "dir", "", "where the members' data directories go (default a new directory under ./bin; never a tmpfs)")
 	clients := fs.String("clients", "1,256", "client counts, comma-separated")
@@ -59,6 +67,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 		o.clients = append(o.clients, n)
 	}
+	o.raftdArgs, o.raftdBArgs = strings.Fields(*raftdArgs), strings.Fields(*raftdBArgs)
+	if o.raftdB == "" && len(o.raftdBArgs) > 0 {
+		o.raftdB = o.raftd
+	}
 	o.systems = map[string]bool{}
 	for _, s := range strings.Split(*systems, ",") {
 		switch s = strings.TrimSpace(s); s {
@@ -68,8 +80,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-systems: unknown %q", s)
 		}
 	}
-	if o.conns < 1 || o.valueBytes < 1 || o.duration <= 0 {
-		return nil, fmt.Errorf("-conns, -value-bytes and -duration must be positive")
+	if o.raftdB != "" {
+		o.systems["pipelined-b"] = true
+	}
+	if o.conns < 1 || o.valueBytes < 1 || o.duration <= 0 || o.rounds < 1 {
+		return nil, fmt.Errorf("-conns, -value-bytes, -duration and -rounds must be positive")
 	}
 	return o, nil
 }

@@ -22,7 +22,7 @@ type raftdCluster struct {
 	leader int
 }
 
-func startRaftd(ctx context.Context, bin, dir string) (*raftdCluster, error) {
+func startRaftd(ctx context.Context, bin, dir string, extra []string) (*raftdCluster, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("raftd binary: %w (make build)", err)
 	}
@@ -35,7 +35,9 @@ func startRaftd(ctx context.Context, bin, dir string) (*raftdCluster, error) {
 		r.pprof[id] = fmt.Sprintf("127.0.0.1:%d", p)
 	}
 	c, err := procs.New(procs.Config{Raftd: bin, Dir: dir, Size: 3,
-		Args: func(id int) []string { return []string{"--pprof", r.pprof[id], "--log-level", "warn"} }})
+		Args: func(id int) []string {
+			return append([]string{"--pprof", r.pprof[id], "--log-level", "warn"}, extra...)
+		}})
 	if err != nil {
 		return nil, err
 	}

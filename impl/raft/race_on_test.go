@@ -1,0 +1,6 @@
+//go:build race
+
+package raft
+
+// raceEnabled: the race detector instruments allocations (counts differ).
+const raceEnabled = true
