@@ -133,7 +133,9 @@ MUTATE_OUT   ?= $(BIN)/mutation
 # runs reach, make run's walks, and check-trace of 600 walks, of the
 # stored counterexamples and of the stored impl/ traces (tla/traces/impl:
 # FlushTo events that do not say their cut), which exercises Step, the
-# label replay; the
+# label replay; the action tables of spec/'s tests (a rule's effect in a
+# chosen state, e.g. FenceReleases' c <= matched, which no invariant needs
+# at these bounds) and the failure stories; the
 # actions and what Next and Quorum build them from are mutated, not the
 # explorer's machinery. Last, make reach's deep bounds with every rule on
 # (scripts/reach.sh holds: 3 servers to term 3 with logs of 2, and Figure 8's
@@ -151,6 +153,7 @@ TRACE_RAFT_BOUNDS  := -profile raft -servers 3 -values 1 -max-term 3 -max-log 2 
 MUTATE_SPEC_FILES  := actions_*.go,production.go,next.go,state.go
 RUN_DURABLE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
 MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && r="$$RAFTMUTATE_DIR/raftspec" && \
+	go test -count=1 -run '^(TestRaftActions|TestDurableActions|TestProductionActions|TestStories)$$' ./spec && \
 	$$r explore $(RUN_RAFT_BOUNDS) -sometimes LeaderElected,EntryCommitted,FollowerLearnsCommit,RestartAfterCommit -expect-counts 15254/152835 && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -sometimes $(RUN_DURABLE_REACHED) -expect-counts 57491/520445 && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -production -sometimes $(RUN_DURABLE_REACHED) && \
