@@ -618,3 +618,20 @@ func TestSnapshotWhenBaseTermDiffers(t *testing.T) {
 		t.Fatalf("%d MsgSnap to a follower diverging below the compaction base; progress %+v", snaps, n.Status().Progress[3])
 	}
 }
+
+// TestReportSnapshotOnNonLeader: the runtime may report a snapshot transfer to
+// a node that is not (or never was) the leader, for example one that stepped
+// down while the transfer ran, or a stale report after a restart; the report
+// is ignored and changes nothing.
+func TestReportSnapshotOnNonLeader(t *testing.T) {
+	n := mustNode(t, testConfig(2, logOf(1, 1)), Boot{HardState: HardState{Term: 1}, Verdict: VerdictClean})
+	before := n.Status()
+	for _, to := range []NodeID{1, 2, 3, 9} {
+		for _, delivered := range []bool{false, true} {
+			n.ReportSnapshot(to, 2, delivered)
+		}
+	}
+	if after := n.Status(); fmt.Sprint(after) != fmt.Sprint(before) || n.HasReady() {
+		t.Fatalf("a follower's ReportSnapshot changed it: before %+v, after %+v, ready %v", before, after, n.HasReady())
+	}
+}
