@@ -365,3 +365,31 @@ func BenchmarkStepTraceOn(b *testing.B) {
 		_ = n.Step(ack)
 	}
 }
+
+// TestPassiveReportAheadOfNext: in replicate state a passive report may
+// cover entries the leader has not sent in this term (the follower held
+// them from an earlier term); the leader then sends from after the
+// report, not the reported entry again.
+func TestPassiveReportAheadOfNext(t *testing.T) {
+	n := fuzzLeader(t) // log 1/1 1/2 2/3 3/4, leading term 3
+	n.Ready()
+	pr := n.progressOf(3)
+	pr.becomeReplicate()
+	pr.sent(2, 0, 2) // entries 1..2 in flight: next 3
+	if pr.next != 3 {
+		t.Fatalf("set-up: next %d", pr.next)
+	}
+	if err := n.Step(Message{Type: MsgAppRespPassive, From: 3, To: 1, Term: 3, Success: true, MatchIndex: 3}); err != nil {
+		t.Fatal(err)
+	}
+	rd := n.Ready()
+	var sent []Message
+	for _, m := range append(rd.Messages, rd.MessagesAfterPersist...) {
+		if m.To == 3 && m.Type == MsgApp {
+			sent = append(sent, m)
+		}
+	}
+	if len(sent) != 1 || sent[0].PrevLogIndex != 3 || len(sent[0].Entries) != 1 || sent[0].Entries[0].Index != 4 {
+		t.Fatalf("after a passive report of 3: sent %v, want entry 4 after 3", sent)
+	}
+}
