@@ -310,3 +310,39 @@ func TestTruncatedMarkWriteFailureFailsOpen(t *testing.T) {
 		t.Fatalf("reopen: verdict %s, hard state %+v, want TRUNCATED with TruncatedAtTerm 5", rec.Verdict, rec.HardState)
 	}
 }
+
+// A slot verifies only with its magic, known flags, zero reserved bytes and a
+// positive sequence, each checked under a checksum that verifies.
+func TestHardStateSlotFields(t *testing.T) {
+	good := hardStateSlot{sequence: 3, state: HardState{Term: 2, Vote: 1, Commit: 4}, lost: true}
+	if s, ok := decodeHardStateSlot(good.encode()); !ok || s != good {
+		t.Fatalf("round trip: %+v %v", s, ok)
+	}
+	for name, edit := range map[string]func(b []byte){
+		"magic":         func(b []byte) { b[4] ^= 1 },
+		"unknown flag":  func(b []byte) { b[48] |= 2 },
+		"reserved byte": func(b []byte) { b[hardStateSlotBytes-1] = 1 },
+		"sequence zero": func(b []byte) { clear(b[8:16]) },
+	} {
+		b := good.encode()
+		edit(b)
+		le.PutUint32(b[0:], checksum(b[4:hardStateSlotBytes]))
+		if s, ok := decodeHardStateSlot(b); ok {
+			t.Errorf("%s: decoded %+v", name, s)
+		}
+	}
+}
+
+// Copies that disagree in a way the write order cannot produce are H6 even when the
+// chosen one carries the loss mark: the reason names the disagreement, not only the
+// earlier loss (H8).
+func TestHardStateH6Marked(t *testing.T) {
+	a := &hardStateSlot{sequence: 9, state: HardState{Term: 5, Vote: 1}, lost: true}
+	b := &hardStateSlot{sequence: 4, state: HardState{Term: 2, Vote: 2}, lost: true}
+	fs := hsDisk(t, a, b, true)
+	w, rec := mustOpen(t, fs, manual(smallOptions()))
+	defer w.Close()
+	if rec.HardStateReason[:2] != "H6" || rec.HardStateVerdict != Truncated || rec.HardState != a.state {
+		t.Fatalf("%+v %s (%s), want H6 TRUNCATED with %+v", rec.HardState, rec.HardStateVerdict, rec.HardStateReason, a.state)
+	}
+}

@@ -26,14 +26,17 @@ func TestRecordEncodeDecode(t *testing.T) {
 		r   Record
 		max int
 	}{
-		"flipped":        {flipped, 100},
-		"trailing byte":  {append(append(Record(nil), r...), 0), 100},
-		"short":          {r[:len(r)-1], 100},
-		"header only":    {r[:recordHeaderBytes-1], 100},
-		"too large":      {r, len(e.Data) - 1},
-		"index zero":     {mustEncode(0, Entry{Index: 0, Term: 1}), 100},
-		"term zero":      {mustEncode(0, Entry{Index: 1, Term: 0}), 100},
-		"reserved bytes": {withByte(r, 30, 1), 100},
+		"flipped":          {flipped, 100},
+		"trailing byte":    {append(append(Record(nil), r...), 0), 100},
+		"short":            {r[:len(r)-1], 100},
+		"header only":      {r[:recordHeaderBytes-1], 100},
+		"too large":        {r, len(e.Data) - 1},
+		"index zero":       {mustEncode(0, Entry{Index: 0, Term: 1}), 100},
+		"term zero":        {mustEncode(0, Entry{Index: 1, Term: 0}), 100},
+		"reserved bytes":   {withByte(r, 30, 1), 100},
+		"reserved byte 29": {withByte(r, 29, 1), 100},
+		"reserved byte 31": {withByte(r, 31, 1), 100},
+		"kind":             {withByte(r, 28, recordKindEntry+1), 100},
 	} {
 		if _, _, _, err := tc.r.Decode(tc.max); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
