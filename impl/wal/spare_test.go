@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,5 +118,118 @@ func TestHardStateUpdatesCoalesce(t *testing.T) {
 	}
 	if got := fs.hardStateWrites() - before; got != 2 || w.HardState() != last {
 		t.Fatalf("three queued updates: %d slot writes, hard state %+v; want 2 writes of %+v", got, w.HardState(), last)
+	}
+}
+
+// failReadFS fails every ReadAt of the files it opens whose base name has the prefix,
+// at offsets from off on.
+type failReadFS struct {
+	vfs.FS
+	prefix string
+	off    int64
+}
+
+type failReadFile struct {
+	vfs.File
+	fail bool
+	off  int64
+}
+
+func (f *failReadFS) Open(name string) (vfs.File, error) {
+	fl, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &failReadFile{File: fl, fail: strings.HasPrefix(filepath.Base(name), f.prefix), off: f.off}, nil
+}
+
+func (f *failReadFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.fail && off+int64(len(p)) > f.off {
+		return 0, errors.New("injected read error")
+	}
+	return f.File.ReadAt(p, off)
+}
+
+// An Open whose reads of the hard state (either copy) or of a segment fail with an
+// I/O error (not a checksum failure: nothing says what the bytes are) fails, with the
+// error, instead of deciding on what it could not read.
+func TestOpenReadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prefix string
+		off    int64
+	}{
+		{"hard state copy A", hardStateName, 0},
+		{"hard state copy B", hardStateName, hardStateSlotB},
+		{"segment header", prefixSegment, 0},
+		{"segment body", prefixSegment, segmentHeaderBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+			opts := manual(smallOptions())
+			w, _ := mustOpen(t, mem, opts)
+			fill(t, w, 20)
+			_ = w.Close()
+			if w, _, err := Open(&failReadFS{FS: mem, prefix: tc.prefix, off: tc.off}, testDir, opts); err == nil {
+				_ = w.Close()
+				t.Fatal("open succeeded over a read error")
+			}
+			w, rec := mustOpen(t, mem, opts)
+			defer w.Close()
+			if rec.Verdict != Clean || rec.IndexLast != 20 {
+				t.Fatalf("after the failed open: %+v", rec)
+			}
+		})
+	}
+}
+
+// A record read back that verifies but is not the one the WAL holds at that index
+// (another index, term or checksum: a misdirected read or write) is ErrCorrupt.
+func TestVerifyItemMismatch(t *testing.T) {
+	e := Entry{Index: 6, Term: 2, Data: []byte("six")}
+	r, sum := EncodeRecord(0x77, e)
+	good := readItem{index: 6, meta: entryMeta{term: 2, checksum: sum}, checksumPrev: 0x77}
+	if got, err := verifyItem(r, good); err != nil || got.Index != 6 || string(got.Data) != "six" {
+		t.Fatalf("the right record: %+v %v", got, err)
+	}
+	for name, edit := range map[string]func(it *readItem){
+		"index":    func(it *readItem) { it.index = 7 },
+		"term":     func(it *readItem) { it.meta.term = 3 },
+		"checksum": func(it *readItem) { it.meta.checksum ^= 1 },
+		"chain":    func(it *readItem) { it.checksumPrev ^= 1 },
+	} {
+		it := good
+		edit(&it)
+		if _, err := verifyItem(r, it); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s differs: %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// Segments a reset drops are released together (one directory sync at the end), and
+// every file renamed free-* for reuse is in the free list: none is left on disk
+// unlisted.
+func TestResetReleasesIntoFreeList(t *testing.T) {
+	mem := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	opts := manual(smallOptions())
+	opts.RecycleMax = 16
+	w, _ := mustOpen(t, mem, opts)
+	defer w.Close()
+	fill(t, w, 60)
+	segs := len(listFiles(t, mem, prefixSegment))
+	if segs < 3 {
+		t.Fatalf("set-up: %d segments", segs)
+	}
+	if err := w.Reset(100, 3); err != nil {
+		t.Fatal(err)
+	}
+	for w.flushOnce() {
+	}
+	onDisk := listFiles(t, mem, prefixFree)
+	w.ioMu.Lock()
+	free := append([]string(nil), w.free...)
+	w.ioMu.Unlock()
+	if len(onDisk) < segs-1 || len(onDisk) != len(free) {
+		t.Fatalf("after a reset over %d segments: free files on disk %v, free list %v", segs, onDisk, free)
 	}
 }
