@@ -18,6 +18,8 @@ type writeCountFS struct {
 	written map[string]int64
 	synced  map[string]int64
 	calls   map[string]int // WriteAt calls
+	reads   int            // ReadAt calls, all files
+	readN   int64          // bytes asked for by ReadAt, all files
 }
 
 func (f *writeCountFS) Create(name string) (vfs.File, error) {
@@ -67,6 +69,14 @@ func (f *writeCountFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.calls[f.name]++
 	f.fs.mu.Unlock()
 	return n, err
+}
+
+func (f *writeCountFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	f.fs.reads++
+	f.fs.readN += int64(len(p))
+	f.fs.mu.Unlock()
+	return f.File.ReadAt(p, off)
 }
 
 func (f *writeCountFile) Sync() error {
@@ -231,5 +241,31 @@ func TestResetReleasesIntoFreeList(t *testing.T) {
 	w.ioMu.Unlock()
 	if len(onDisk) < segs-1 || len(onDisk) != len(free) {
 		t.Fatalf("after a reset over %d segments: free files on disk %v, free list %v", segs, onDisk, free)
+	}
+}
+
+// A read from the segments takes one ReadAt per run of records contiguous in one
+// segment, of exactly their bytes: records of two batches (a batch header between
+// them) are two reads, not one read over the header.
+func TestReadRunsAreContiguous(t *testing.T) {
+	fs := newWriteCountFS()
+	opts := manual(smallOptions())
+	opts.TailCacheBytes = 1 // nothing stays cached: every read goes to the segments
+	w, _ := mustOpen(t, fs, opts)
+	defer w.Close()
+	fill(t, w, 8) // two batches of four records
+	fs.mu.Lock()
+	reads, readN := fs.reads, fs.readN
+	fs.mu.Unlock()
+	ents := mustEntries(t, w, 1, 9)
+	var want int64
+	for _, e := range ents {
+		want += int64(recordHeaderBytes + len(e.Data))
+	}
+	fs.mu.Lock()
+	gotReads, gotN := fs.reads-reads, fs.readN-readN
+	fs.mu.Unlock()
+	if len(ents) != 8 || gotReads != 2 || gotN != want {
+		t.Fatalf("entries 1..8 of two batches: %d entries in %d reads of %d bytes; want 8 in 2 reads of %d", len(ents), gotReads, gotN, want)
 	}
 }
