@@ -1,4 +1,5 @@
 package wal
+package wal
 
 import (
 	"errors"
