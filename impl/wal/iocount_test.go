@@ -1,5 +1,4 @@
 package wal
-package wal
 
 import (
 	"errors"
