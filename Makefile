@@ -136,8 +136,12 @@ MUTATE_FLAGS ?=
 MUTATE_OUT   ?= $(BIN)/mutation
 # spec/ is judged by the explorer at make run's bounds (both profiles, and
 # the production actions), every reachability property those exhaustive
-# runs reach, make run's walks, and check-trace of 600 walks and of the
-# stored counterexamples (which exercises Step, the label replay); the
+# runs reach, make run's walks, and check-trace of 600 walks, of the
+# stored counterexamples and of the stored impl/ traces (tla/traces/impl:
+# FlushTo events that do not say their cut), which exercises Step, the
+# label replay; the action tables of spec/'s tests (a rule's effect in a
+# chosen state, e.g. FenceReleases' c <= matched, which no invariant needs
+# at these bounds) and the failure stories; the
 # actions and what Next and Quorum build them from are mutated, not the
 # explorer's machinery. Last, make reach's deep bounds with every rule on
 # (scripts/reach.sh holds: 3 servers to term 3 with logs of 2, and Figure 8's
@@ -147,21 +151,27 @@ MUTATE_OUT   ?= $(BIN)/mutation
 # changes the state graph is killed as result=counts-differ.
 RUN_PRODUCTION_TLC_BOUNDS := -profile durable -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 1 -corruptions 1 -production
 # (defined before the judge, which := expands at once)
+# raft.tla at term 3 (a second election) and logs of 2 (a nextIndex of 3):
+# tla/MC_raft_s2_t3_l2_m1, TLC-checked; where a reset of nextIndex to 1
+# instead of Max({nextIndex - 1, 1}) changes the state graph.
+RAFT_T3_L2_TLC_BOUNDS := -profile raft -servers 2 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 1
 TRACE_RAFT_BOUNDS  := -profile raft -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2
 MUTATE_SPEC_FILES  := actions_*.go,production.go,next.go,state.go
 RUN_DURABLE_REACHED := LeaderElected,EntryCommitted,FollowerLearnsCommit,CrashAfterCommit,CrashLosesUnsynced,FollowerFlushes,LearnedAheadOfDurable,MemberTruncated,CorruptAfterCommit,TruncatedVoterAsked
 MUTATE_SPEC_JUDGE  := go build -o "$$RAFTMUTATE_DIR/raftspec" ./cmd/raftspec && r="$$RAFTMUTATE_DIR/raftspec" && \
+	go test -count=1 -run "TestRaftActions|TestDurableActions|TestProductionActions|TestStories" ./spec && \
 	$$r explore $(RUN_RAFT_BOUNDS) -sometimes LeaderElected,EntryCommitted,FollowerLearnsCommit,RestartAfterCommit -expect-counts 15254/152835 && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -sometimes $(RUN_DURABLE_REACHED) -expect-counts 57491/520445 && \
 	$$r explore $(RUN_DURABLE_BOUNDS) -production -sometimes $(RUN_DURABLE_REACHED) && \
 	$$r explore $(RUN_PRODUCTION_TLC_BOUNDS) -expect-counts 33060/307927 && \
+	$$r explore $(RAFT_T3_L2_TLC_BOUNDS) -expect-counts 59600/472447 && \
 	$$r simulate $(FULL_BOUNDS) -walks 2000 -depth 100 -sometimes $(RUN_WALK_REACHED) && \
 	$$r simulate $(FULL_BOUNDS) -production -walks 2000 -depth 100 && \
 	d="$$RAFTMUTATE_DIR" && mkdir -p "$$d/raft" "$$d/durable" "$$d/production" && \
 	$$r simulate $(TRACE_RAFT_BOUNDS) -walks 200 -depth 100 -trace-dir "$$d/raft" && \
 	$$r simulate $(FULL_BOUNDS) -walks 200 -depth 100 -trace-dir "$$d/durable" && \
 	$$r simulate $(FULL_BOUNDS) -production -walks 200 -depth 100 -trace-dir "$$d/production" && \
-	$$r check-trace "$$d"/raft/*.ndjson "$$d"/durable/*.ndjson "$$d"/production/*.ndjson spec/testdata/counterexamples/*.ndjson && \
+	$$r check-trace "$$d"/raft/*.ndjson "$$d"/durable/*.ndjson "$$d"/production/*.ndjson spec/testdata/counterexamples/*.ndjson tla/traces/impl/*.ndjson && \
 	RAFTSPEC="$$r" ./scripts/reach.sh holds
 mutate-spec:
 	@mkdir -p $(MUTATE_OUT)

@@ -160,6 +160,20 @@ func TestProductionActions(t *testing.T) {
 				// The release is hard state: the reply waits for it to be durable.
 				n.Messages, n.Held[2] = nil, []BagEntry{{M: success(3), N: 1}}
 			}}},
+		{name: "HandleAppendEntriesBatch keeps the fence while the leader's commit is beyond what the request matches", pre: func(s *State) {
+			// s2 holds e22 (the leader's own-term entry 3) durably, but the
+			// request matches only entry 1: FenceReleases' c <= matched,
+			// whatever s2's log holds beyond it.
+			hb := Message{Mtype: AppendEntriesRequest, Mterm: 2, MprevLogIndex: 1, MprevLogTerm: 1,
+				Mlog: LogOf(e1, e2, e22), McommitIndex: 1, MleaderCommit: 3, Msource: 1, Mdest: 2}
+			s.Messages = []BagEntry{{M: hb, N: 1}}
+			s.CurrentTerm[2], s.Log[2], s.DurableLen[2] = 2, LogOf(e1, e2, e22), 3
+			s.Verdict[2], s.TruncatedAtTerm[2] = Truncated, 1
+		}, act: func(m *Model, s *State, e Emit) { m.HandleAppendEntriesBatch(s, 2, 1, s.Messages[0].M, e) },
+			want: []func(*State){func(n *State) {
+				n.CommitIndex[2], n.LearnedCommit[2] = 1, 3
+				n.Messages = []BagEntry{{M: success(1), N: 1}}
+			}}},
 		{name: "HandleAppendEntriesBatch rejects a missing prefix", pre: func(s *State) {
 			s.Messages = []BagEntry{{M: batch, N: 1}}
 			s.CurrentTerm[2] = 2

@@ -117,3 +117,31 @@ func BenchmarkEntriesFromMemory(b *testing.B) {
 		_, _ = l.entries(l.last-63, l.last+1, 1<<30)
 	}
 }
+
+// TestCacheCompact: compaction drops the cached entries it covers, so that
+// the cache still holds cacheFrom..handed, its byte count is its entries'
+// data, and later hand-offs keep it within its bound.
+func TestCacheCompact(t *testing.T) {
+	l := cacheLog(t, 1000, 20) // entries 11..20 cached, 100 bytes each
+	l.compact(15)
+	check := func(when string, from uint64) {
+		t.Helper()
+		var sum uint64
+		for _, e := range l.cache {
+			sum += uint64(len(e.Data))
+		}
+		first := uint64(0)
+		if len(l.cache) > 0 {
+			first = l.cache[0].Index
+		}
+		if cf := l.cacheFrom(); cf != from || first != from || sum != l.cacheBytes || sum > l.cacheMax {
+			t.Fatalf("%s: cache of %d entries from %d (cacheFrom %d), %d bytes, counted %d, bound %d; want from %d",
+				when, len(l.cache), first, cf, sum, l.cacheBytes, l.cacheMax, from)
+		}
+	}
+	check("after compact(15)", 16)
+	for k := 0; k < 8; k++ {
+		handOne(l)
+	}
+	check("after 8 more hand-offs", 19)
+}

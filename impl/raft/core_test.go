@@ -365,3 +365,101 @@ func BenchmarkStepTraceOn(b *testing.B) {
 		_ = n.Step(ack)
 	}
 }
+
+// TestPassiveReportAheadOfNext: in replicate state a passive report may
+// cover entries the leader has not sent in this term (the follower held
+// them from an earlier term); the leader then sends from after the
+// report, not the reported entry again.
+func TestPassiveReportAheadOfNext(t *testing.T) {
+	n := fuzzLeader(t) // log 1/1 1/2 2/3 3/4, leading term 3
+	n.Ready()
+	pr := n.progressOf(3)
+	pr.becomeReplicate()
+	pr.sent(2, 0, 2) // entries 1..2 in flight: next 3
+	if pr.next != 3 {
+		t.Fatalf("set-up: next %d", pr.next)
+	}
+	if err := n.Step(Message{Type: MsgAppRespPassive, From: 3, To: 1, Term: 3, Success: true, MatchIndex: 3}); err != nil {
+		t.Fatal(err)
+	}
+	rd := n.Ready()
+	var sent []Message
+	for _, m := range append(rd.Messages, rd.MessagesAfterPersist...) {
+		if m.To == 3 && m.Type == MsgApp {
+			sent = append(sent, m)
+		}
+	}
+	if len(sent) != 1 || sent[0].PrevLogIndex != 3 || len(sent[0].Entries) != 1 || sent[0].Entries[0].Index != 4 {
+		t.Fatalf("after a passive report of 3: sent %v, want entry 4 after 3", sent)
+	}
+}
+
+// TestPassiveReportBeyondLast: a passive report of an index beyond the
+// leader's last is a protocol alert and changes nothing in the leader's
+// view of that member.
+func TestPassiveReportBeyondLast(t *testing.T) {
+	n := fuzzLeader(t)
+	n.Ready()
+	before := n.Status().Progress[3]
+	if err := n.Step(Message{Type: MsgAppRespPassive, From: 3, To: 1, Term: 3, Success: true, MatchIndex: 99}); err != nil {
+		t.Fatal(err)
+	}
+	if after := n.Status().Progress[3]; after != before {
+		t.Fatalf("progress of 3 after a report of 99 (last %d): %+v, was %+v", n.Status().Last, after, before)
+	}
+}
+
+// TestReportSnapshotDeliveredProbesAfterIt: once a snapshot at index is
+// delivered, the leader probes from index+1: its next AppendEntries to that
+// follower continues from the snapshot.
+func TestReportSnapshotDeliveredProbesAfterIt(t *testing.T) {
+	n := fuzzLeader(t) // log 1/1 1/2 2/3 3/4
+	n.Ready()
+	n.progressOf(3).becomeSnapshot(2)
+	n.ReportSnapshot(3, 2, true)
+	rd := n.Ready()
+	var sent []Message
+	for _, m := range append(rd.Messages, rd.MessagesAfterPersist...) {
+		if m.To == 3 && m.Type == MsgApp {
+			sent = append(sent, m)
+		}
+	}
+	if len(sent) != 1 || sent[0].PrevLogIndex != 2 {
+		t.Fatalf("after the snapshot at 2 was delivered: sent %v, want one AppendEntries after 2", sent)
+	}
+}
+
+// TestCompactIdempotent: compacting again at the compaction point is a
+// no-op, below it an error.
+func TestCompactIdempotent(t *testing.T) {
+	n := mustNode(t, testConfig(1, logOf(1, 1, 1)), Boot{HardState: HardState{Term: 1}, Verdict: VerdictClean,
+		Applied: 2, Snapshot: SnapshotInfo{Index: 2, Term: 1}})
+	for k := 0; k < 2; k++ {
+		if err := n.Compact(2); err != nil {
+			t.Fatalf("compact through 2, time %d: %v", k+1, err)
+		}
+	}
+	if err := n.Compact(1); err == nil {
+		t.Fatal("compact through 1, below the compaction point 2, accepted")
+	}
+}
+
+// TestMemoryStorageAppendBounds: an append must start inside the log or
+// right after it: not at or below the base, not beyond a gap.
+func TestMemoryStorageAppendBounds(t *testing.T) {
+	st := logOf(1, 1, 1)
+	for _, first := range []uint64{0, 5, 6} {
+		if err := st.Append([]Entry{{Index: first, Term: 1}}); err == nil {
+			t.Errorf("append at %d to a log of 3 accepted", first)
+		}
+	}
+	if err := st.Append([]Entry{{Index: 4, Term: 1}}); err != nil {
+		t.Fatalf("append at 4: %v", err)
+	}
+	if err := st.Append([]Entry{{Index: 2, Term: 2}}); err != nil { // replaces 2..4
+		t.Fatalf("append at 2: %v", err)
+	}
+	if last := st.LastIndex(); last != 2 {
+		t.Fatalf("last %d after the append at 2, want 2", last)
+	}
+}

@@ -618,3 +618,47 @@ func TestSnapshotWhenBaseTermDiffers(t *testing.T) {
 		t.Fatalf("%d MsgSnap to a follower diverging below the compaction base; progress %+v", snaps, n.Status().Progress[3])
 	}
 }
+
+// TestReportSnapshotOnNonLeader: the runtime may report a snapshot transfer to
+// a node that is not (or never was) the leader, for example one that stepped
+// down while the transfer ran, or a stale report after a restart; the report
+// is ignored and changes nothing.
+func TestReportSnapshotOnNonLeader(t *testing.T) {
+	n := mustNode(t, testConfig(2, logOf(1, 1)), Boot{HardState: HardState{Term: 1}, Verdict: VerdictClean})
+	before := n.Status()
+	for _, to := range []NodeID{1, 2, 3, 9} {
+		for _, delivered := range []bool{false, true} {
+			n.ReportSnapshot(to, 2, delivered)
+		}
+	}
+	if after := n.Status(); fmt.Sprint(after) != fmt.Sprint(before) || n.HasReady() {
+		t.Fatalf("a follower's ReportSnapshot changed it: before %+v, after %+v, ready %v", before, after, n.HasReady())
+	}
+}
+
+type countSink struct{ n int }
+
+func (s *countSink) Event(trace.Event) { s.n++ }
+
+// TestStepSnapshotTracePrefix: a traced node needs the snapshot's prefix of
+// trace entries, one per index the snapshot covers, to trace the install;
+// a prefix of another length is refused with an error before anything
+// changes, and no event is traced.
+func TestStepSnapshotTracePrefix(t *testing.T) {
+	sink := &countSink{}
+	cfg := testConfig(2, logOf(1, 1))
+	cfg.Trace = sink
+	n := mustNode(t, cfg, Boot{HardState: HardState{Term: 2}, Verdict: VerdictClean})
+	n.Ready()
+	before, events := n.Status(), sink.n
+	m := Message{Type: MsgSnap, From: 1, To: 2, Term: 2, PrevLogIndex: 5, PrevLogTerm: 2, LeaderCommit: 6}
+	for _, k := range []int{0, 4, 6} {
+		installed, err := n.StepSnapshot(m, make([]trace.Entry, k))
+		if err == nil || installed {
+			t.Fatalf("prefix of %d entries for a snapshot at 5: installed %v, err %v", k, installed, err)
+		}
+	}
+	if st := n.Status(); fmt.Sprint(st) != fmt.Sprint(before) || sink.n != events || n.HasReady() {
+		t.Fatalf("a refused install changed the node: before %+v, after %+v, %d events traced", before, st, sink.n-events)
+	}
+}

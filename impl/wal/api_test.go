@@ -292,6 +292,9 @@ func TestClosed(t *testing.T) {
 	if err := w.WaitDurable(context.Background(), 3); err != nil {
 		t.Fatalf("close flushed, so 3 is durable: %v", err)
 	}
+	if err := w.Sync(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("sync after close: %v", err)
+	}
 	w, rec := mustOpen(t, fs, smallOptions())
 	defer w.Close()
 	if rec.IndexLast != 3 || rec.Verdict != Clean {
@@ -369,6 +372,7 @@ func TestOptionsValidation(t *testing.T) {
 		{SegmentBytes: 1024, BlockBytes: 512},
 		{SegmentBytes: 4096, BlockBytes: 512, EntryBytesMax: 4096},
 		{SyncDelay: -1},
+		{BlockBytes: 2 << 20, SegmentBytes: 16 << 20}, // a power of two above blockBytesMax
 	} {
 		if _, _, err := Open(fs, testDir, o); !errors.Is(err, ErrInvalid) {
 			t.Errorf("options %+v: %v, want ErrInvalid", o, err)

@@ -120,12 +120,23 @@ func TestSegmentHeaderValidation(t *testing.T) {
 		"segment huge":           func(h *segmentHeader) { h.segmentBytes = 1 << 40 },
 		"first index zero":       func(h *segmentHeader) { h.indexFirst = 0 },
 		"unknown flag":           func(h *segmentHeader) { h.flags = 2 },
+		"block too large":        func(h *segmentHeader) { h.blockBytes, h.segmentBytes = 2<<20, 8<<20 },
 	} {
 		h := good
 		mut(&h)
 		h.encode(b)
 		if _, err := decodeSegmentHeader(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// The reserved bytes after the fields must be zero, even under a checksum that
+	// verifies.
+	for _, off := range []int{52, 63} {
+		good.encode(b)
+		b[off] = 1
+		le.PutUint32(b[0:], checksum(b[4:segmentHeaderBytes]))
+		if _, err := decodeSegmentHeader(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("reserved byte %d set: %v", off, err)
 		}
 	}
 }

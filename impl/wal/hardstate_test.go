@@ -252,3 +252,97 @@ func TestHardStateValidation(t *testing.T) {
 		}
 	}
 }
+
+// An H8 open whose copies verify but differ (copy A one update ahead, both marked)
+// rewrites both with the chosen state, so that the H5 row's promise holds after it:
+// when copy A is damaged later, copy B holds the last acknowledged state, not the
+// older one it held before the open.
+func TestHardStateH8RewritesStaleCopy(t *testing.T) {
+	a := &hardStateSlot{sequence: 5, state: HardState{Term: 3, Vote: 1}, lost: true}
+	b := &hardStateSlot{sequence: 4, state: HardState{Term: 2, Vote: 2}, lost: true}
+	fs := hsDisk(t, a, b, true)
+	opts := manual(smallOptions())
+	w, rec := mustOpen(t, fs, opts)
+	if rec.HardStateReason[:2] != "H8" || rec.HardState != a.state {
+		t.Fatalf("open: %+v %s (%s), want H8 with %+v", rec.HardState, rec.HardStateVerdict, rec.HardStateReason, a.state)
+	}
+	_ = w.Close()
+	if err := fs.FlipBit(segPath(hardStateName), 8, 0); err != nil { // inside copy A
+		t.Fatal(err)
+	}
+	w, rec = mustOpen(t, fs, opts)
+	defer w.Close()
+	if rec.HardState != a.state || rec.HardStateVerdict != Truncated {
+		t.Fatalf("copy A damaged after the H8 open: %+v %s (%s), want %+v TRUNCATED",
+			rec.HardState, rec.HardStateVerdict, rec.HardStateReason, a.state)
+	}
+}
+
+// An Open that finds the log TRUNCATED and cannot make the mark durable fails: it
+// does not go on to the cut with the mark unwritten (see TestTruncatedMarkDurableBeforeTheCut).
+func TestTruncatedMarkWriteFailureFailsOpen(t *testing.T) {
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	opts := manual(smallOptions())
+	w, _ := mustOpen(t, fs, opts)
+	if err := w.SetHardState(HardState{Term: 5, Vote: 3}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, w, 20)
+	_ = w.Close()
+	for _, name := range listFiles(t, fs, prefixSegment) {
+		if err := fs.FlipBit(segPath(name), 8, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fs.FailSync(segPath(hardStateName)); err != nil {
+		t.Fatal(err)
+	}
+	if w, _, err := Open(fs, testDir, opts); err == nil {
+		_ = w.Close()
+		t.Fatal("open of a TRUNCATED log succeeded although the mark's fdatasync failed")
+	}
+	fs.ClearFaults()
+	fs.Crash()
+	fs.Restart()
+	w, rec := mustOpen(t, fs, opts)
+	defer w.Close()
+	if rec.Verdict != Truncated || rec.HardState.TruncatedAtTerm != 5 {
+		t.Fatalf("reopen: verdict %s, hard state %+v, want TRUNCATED with TruncatedAtTerm 5", rec.Verdict, rec.HardState)
+	}
+}
+
+// A slot verifies only with its magic, known flags, zero reserved bytes and a
+// positive sequence, each checked under a checksum that verifies.
+func TestHardStateSlotFields(t *testing.T) {
+	good := hardStateSlot{sequence: 3, state: HardState{Term: 2, Vote: 1, Commit: 4}, lost: true}
+	if s, ok := decodeHardStateSlot(good.encode()); !ok || s != good {
+		t.Fatalf("round trip: %+v %v", s, ok)
+	}
+	for name, edit := range map[string]func(b []byte){
+		"magic":         func(b []byte) { b[4] ^= 1 },
+		"unknown flag":  func(b []byte) { b[48] |= 2 },
+		"reserved byte": func(b []byte) { b[hardStateSlotBytes-1] = 1 },
+		"sequence zero": func(b []byte) { clear(b[8:16]) },
+	} {
+		b := good.encode()
+		edit(b)
+		le.PutUint32(b[0:], checksum(b[4:hardStateSlotBytes]))
+		if s, ok := decodeHardStateSlot(b); ok {
+			t.Errorf("%s: decoded %+v", name, s)
+		}
+	}
+}
+
+// Copies that disagree in a way the write order cannot produce are H6 even when the
+// chosen one carries the loss mark: the reason names the disagreement, not only the
+// earlier loss (H8).
+func TestHardStateH6Marked(t *testing.T) {
+	a := &hardStateSlot{sequence: 9, state: HardState{Term: 5, Vote: 1}, lost: true}
+	b := &hardStateSlot{sequence: 4, state: HardState{Term: 2, Vote: 2}, lost: true}
+	fs := hsDisk(t, a, b, true)
+	w, rec := mustOpen(t, fs, manual(smallOptions()))
+	defer w.Close()
+	if rec.HardStateReason[:2] != "H6" || rec.HardStateVerdict != Truncated || rec.HardState != a.state {
+		t.Fatalf("%+v %s (%s), want H6 TRUNCATED with %+v", rec.HardState, rec.HardStateVerdict, rec.HardStateReason, a.state)
+	}
+}

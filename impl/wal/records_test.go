@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/durableraft/durableraft/impl/wal/vfs"
@@ -25,14 +26,17 @@ func TestRecordEncodeDecode(t *testing.T) {
 		r   Record
 		max int
 	}{
-		"flipped":        {flipped, 100},
-		"trailing byte":  {append(append(Record(nil), r...), 0), 100},
-		"short":          {r[:len(r)-1], 100},
-		"header only":    {r[:recordHeaderBytes-1], 100},
-		"too large":      {r, len(e.Data) - 1},
-		"index zero":     {mustEncode(0, Entry{Index: 0, Term: 1}), 100},
-		"term zero":      {mustEncode(0, Entry{Index: 1, Term: 0}), 100},
-		"reserved bytes": {withByte(r, 30, 1), 100},
+		"flipped":          {flipped, 100},
+		"trailing byte":    {append(append(Record(nil), r...), 0), 100},
+		"short":            {r[:len(r)-1], 100},
+		"header only":      {r[:recordHeaderBytes-1], 100},
+		"too large":        {r, len(e.Data) - 1},
+		"index zero":       {mustEncode(0, Entry{Index: 0, Term: 1}), 100},
+		"term zero":        {mustEncode(0, Entry{Index: 1, Term: 0}), 100},
+		"reserved bytes":   {withByte(r, 30, 1), 100},
+		"reserved byte 29": {withByte(r, 29, 1), 100},
+		"reserved byte 31": {withByte(r, 31, 1), 100},
+		"kind":             {withByte(r, 28, recordKindEntry+1), 100},
 	} {
 		if _, _, _, err := tc.r.Decode(tc.max); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
@@ -171,22 +175,26 @@ func TestAppendRecordsRejects(t *testing.T) {
 	for name, tc := range map[string]struct {
 		recs []Record
 		want []error
+		says string // the error names the damage, not a symptom of it
 	}{
-		"bad bytes":            {[]Record{flipped}, []error{ErrCorrupt}},
-		"trailing bytes":       {[]Record{append(append(Record(nil), r4...), 9)}, []error{ErrCorrupt}},
-		"second bad":           {[]Record{r4, r5[:len(r5)-1]}, []error{ErrCorrupt}},
-		"first does not chain": {[]Record{mustEncode(tipSum+1, Entry{Index: 4, Term: 2})}, []error{ErrChain}},
-		"next does not chain":  {[]Record{r4, mustEncode(tipSum, Entry{Index: 5, Term: 2})}, []error{ErrChain}},
-		"index gap":            {[]Record{mustEncode(tipSum, Entry{Index: 5, Term: 2})}, []error{ErrChain, ErrNonContiguous}},
-		"index repeated":       {[]Record{mustEncode(tipSum, Entry{Index: 3, Term: 2})}, []error{ErrChain, ErrNonContiguous}},
-		"term back":            {[]Record{mustEncode(tipSum, Entry{Index: 4, Term: 1})}, []error{ErrChain, ErrInvalid}},
-		"too large":            {[]Record{mustEncode(tipSum, Entry{Index: 4, Term: 2, Data: make([]byte, 601)})}, []error{ErrInvalid}},
+		"bad bytes":            {[]Record{flipped}, []error{ErrCorrupt}, "checksum"},
+		"trailing bytes":       {[]Record{append(append(Record(nil), r4...), 9)}, []error{ErrCorrupt}, "followed by 1 more"},
+		"second bad":           {[]Record{r4, r5[:len(r5)-1]}, []error{ErrCorrupt}, "overruns"},
+		"first does not chain": {[]Record{mustEncode(tipSum+1, Entry{Index: 4, Term: 2})}, []error{ErrChain}, ""},
+		"next does not chain":  {[]Record{r4, mustEncode(tipSum, Entry{Index: 5, Term: 2})}, []error{ErrChain}, ""},
+		"index gap":            {[]Record{mustEncode(tipSum, Entry{Index: 5, Term: 2})}, []error{ErrChain, ErrNonContiguous}, ""},
+		"index repeated":       {[]Record{mustEncode(tipSum, Entry{Index: 3, Term: 2})}, []error{ErrChain, ErrNonContiguous}, ""},
+		"term back":            {[]Record{mustEncode(tipSum, Entry{Index: 4, Term: 1})}, []error{ErrChain, ErrInvalid}, ""},
+		"too large":            {[]Record{mustEncode(tipSum, Entry{Index: 4, Term: 2, Data: make([]byte, 601)})}, []error{ErrInvalid}, ""},
 	} {
 		err := w.AppendRecords(tc.recs)
 		for _, want := range tc.want {
 			if !errors.Is(err, want) {
 				t.Errorf("%s: %v, want %v", name, err, want)
 			}
+		}
+		if err != nil && !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want an error that says %q", name, err, tc.says)
 		}
 		if w.LastIndex() != 3 || w.NextStep() != StepNone {
 			t.Fatalf("%s: a refused append changed the log: last %d, next step %s", name, w.LastIndex(), w.NextStep())
