@@ -147,9 +147,19 @@ func execute(t *testing.T, sc scenario) verdict {
 			rec.worker(wctx, k, cl, []string{"r/a", "r/b", "r/c"}, 100000, sc.seed)
 		}()
 	}
+faults:
 	for _, f := range sc.faults {
 		t.Logf("%s: %s", sc.name, f.name)
-		if err := f.do(r); err != nil {
+		switch err := f.do(r); {
+		case err != nil && sc.expectFail:
+			// A bug switch may wedge the cluster (e.g. self-counts-appended:
+			// the writes acknowledged on the leader's page cache survive only
+			// on a fenced member, so the restarted leader cannot win): stop
+			// the schedule and let the check bring every node back and read
+			// every acknowledged write.
+			t.Logf("%s: %s: %v; the schedule stops here, the check follows", sc.name, f.name, err)
+			break faults
+		case err != nil:
 			stop()
 			wg.Wait()
 			r.fatal(fmt.Errorf("%s: %w", f.name, err))
