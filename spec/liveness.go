@@ -356,3 +356,36 @@ func (g *liveGraph) pathTo(id int32) ([]Step, error) {
 	}
 	return trace, nil
 }
+
+// LiveFrom searches the fault-free continuations of s, within the
+// continuation bounds, for a state where LeaderCommits holds. It reports
+// whether one is reached and how many states it looked at (all of them, when
+// none is reached).
+func LiveFrom(m *Model, s *State, opt LivenessOptions) (bool, int) {
+	g := &liveGraph{m: m, opt: &opt, canon: newCanonicalizer(m, false, false, true)}
+	seen := map[uint64]bool{}
+	var buf []byte
+	key := func(n *State) uint64 {
+		buf = g.encode(buf[:0], n)
+		return Fingerprint(buf)
+	}
+	seen[key(s)] = true
+	queue := []*State{s}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if m.LeaderCommits(cur) {
+			return true, len(seen)
+		}
+		m.Next(cur, func(n State, l Label) {
+			if FaultAction(l.Action) || !m.inLiveBounds(&n, &opt) {
+				return
+			}
+			if k := key(&n); !seen[k] {
+				seen[k] = true
+				queue = append(queue, &n)
+			}
+		})
+	}
+	return false, len(seen)
+}
