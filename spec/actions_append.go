@@ -63,7 +63,8 @@ package spec
 //     durableLen[i] >= m.mprevLogIndex + Len(m.mentries). Until a Flush(i)
 //     the branch is not enabled and the message waits in the bag.
 //   - already done also learns learnedCommit[i] := Max(learnedCommit[i],
-//     m.mleaderCommit), and releases the fence of a TRUNCATED member when
+//     LearnedFrom(m)) (m.mleaderCommit, clamped in the production profile:
+//     learnedFrom), and releases the fence of a TRUNCATED member when
 //     FenceReleases holds.
 //   - conflict clamps durableLen[i] to the shortened log.
 func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
@@ -92,7 +93,7 @@ func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j 
 		n := *s
 		n.CommitIndex[i] = msg.McommitIndex
 		if m.durable() {
-			n.LearnedCommit[i] = max(s.LearnedCommit[i], msg.MleaderCommit)
+			n.LearnedCommit[i] = m.learnedFrom(s, i, msg)
 			if s.Verdict[i] == Truncated && m.FenceReleases(s, i, msg) {
 				n.Verdict[i] = Clean
 				n.TruncatedAtTerm[i] = 0
@@ -187,4 +188,27 @@ func (m *Machine[T, L, V]) FenceReleases(s *StateOf[T, L, V], i ServerID, msg Me
 		return c <= matched
 	}
 	return msg.Mterm > s.TruncatedAtTerm[i] && c >= 1 && c <= matched && s.Log[i].Term(c) == msg.Mterm
+}
+
+// learnedFrom is learnedCommit'[i] when i accepts the AppendEntries
+// request msg (already-done branch). In the production profile it is
+// clamped to what the message proves, the last index i now durably holds
+// matching the leader (issue 10 item 5):
+//
+//	LearnedFrom(m) == IF Production /\ "learned-commit-unclamped" \notin Bugs
+//	                  THEN Min({m.mleaderCommit, m.mprevLogIndex + Len(m.mentries)})
+//	                  ELSE m.mleaderCommit
+//	learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, LearnedFrom(m)})]
+//
+// Unclamped, one corrupted mleaderCommit (CorruptLeaderCommit) raises the
+// member's voter floor and closes its promotion fence for ever; clamped,
+// the member learns at most its own durable, matching prefix, which keeps
+// the fence open and the floor within its own log (docs/durable-raft.md,
+// "LeaderCommit from a peer", has the explorer's runs).
+func (m *Machine[T, L, V]) learnedFrom(s *StateOf[T, L, V], i ServerID, msg MessageOf[T, L]) T {
+	c := msg.MleaderCommit
+	if m.Production && !m.Has(BugLearnedCommitUnclamped) {
+		c = min(c, msg.MprevLogIndex+T(msg.Mentries.Len()))
+	}
+	return max(s.LearnedCommit[i], c)
 }

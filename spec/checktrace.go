@@ -299,7 +299,7 @@ func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) 
 			return l, nil, fmt.Errorf("ClientRequest needs a value in 1..%d", len(c.m.values))
 		}
 		l.Value = uint8(*e.Value)
-	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot:
+	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActCorruptLeaderCommit:
 		if e.Cut == nil {
 			return l, nil, fmt.Errorf("%s needs a cut point", e.Action)
 		}
@@ -332,7 +332,7 @@ func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) 
 		l.Msg = msg
 		return l, nil, nil
 	}
-	if !a.ReceivesMessage() {
+	if !a.ReceivesMessage() && a != ActCorruptLeaderCommit {
 		return l, nil, nil
 	}
 	if e.Msg == nil {

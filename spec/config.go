@@ -80,6 +80,12 @@ const (
 	// mark (truncatedAtTerm) only with the node's next Persist, so a crash
 	// in between boots the cut log CLEAN (the boot window).
 	BugMarkAfterCut
+	// BugLearnedCommitUnclamped (production profile only): a follower
+	// learns m.mleaderCommit as it comes, unclamped (the rule before issue
+	// 10 item 5), instead of Min(m.mleaderCommit, m.mprevLogIndex +
+	// Len(m.mentries)), what the message proves it holds: one corrupted
+	// value then fences the member and raises its voter floor for ever.
+	BugLearnedCommitUnclamped
 
 	// The classic bugs: one rule of raft.tla itself removed (issue 20).
 	// Each is a switch of either profile.
@@ -129,6 +135,7 @@ var bugNames = map[Bug]string{
 	BugQuorumHalf:                  "quorum-half",
 	BugRestartForgetsVote:          "restart-forgets-vote",
 	BugMarkAfterCut:                "mark-after-cut",
+	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
 }
 
 func (b Bug) String() string {
@@ -200,6 +207,12 @@ type Config struct {
 	// behaviour may take in all. They are state (crashesLeft,
 	// corruptionsLeft), so they are fingerprinted.
 	Crashes, Corruptions int
+	// BadCommits (production profile only): how many AppendEntries
+	// requests of the bag may have their mleaderCommit raised by the
+	// environment (CorruptLeaderCommit, badcommit.go): a peer's bad value
+	// that passes every check the receiver can make. State
+	// (badCommitsLeft), fingerprinted when not 0.
+	BadCommits int
 
 	Bugs Bug
 
@@ -233,6 +246,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("the production actions extend profile durable only")
 	case c.Bugs&BugMarkAfterCut != 0 && !c.Production:
 		return fmt.Errorf("-bug mark-after-cut needs the production actions (the persistence window)")
+	case c.Bugs&BugLearnedCommitUnclamped != 0 && !c.Production:
+		return fmt.Errorf("-bug learned-commit-unclamped needs the production actions (the durable profile keeps its unclamped rule)")
+	case c.BadCommits < 0 || c.BadCommits > 200 || (c.BadCommits > 0 && !c.Production):
+		return fmt.Errorf("bad-commits=%d: want 0..200, and the production actions", c.BadCommits)
 	}
 	return nil
 }
@@ -242,6 +259,9 @@ func (c Config) String() string {
 		c.Profile, c.Servers, c.Values, c.MaxTerm, c.MaxLog, c.MaxDup, c.MaxMsgs)
 	if c.Profile == ProfileDurable {
 		s += fmt.Sprintf(" crashes=%d corruptions=%d", c.Crashes, c.Corruptions)
+		if c.BadCommits > 0 {
+			s += fmt.Sprintf(" bad-commits=%d", c.BadCommits)
+		}
 	}
 	if c.Bugs != 0 {
 		s += " bugs=" + c.Bugs.String()

@@ -115,6 +115,9 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 		}
 		e.u8(s.CrashesLeft)
 		e.u8(s.CorruptionsLeft)
+		if m.BadCommits > 0 {
+			e.u8(s.BadCommitsLeft)
+		}
 	}
 	return e.b
 }
@@ -251,6 +254,9 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 		}
 		s.CrashesLeft = d.u8()
 		s.CorruptionsLeft = d.u8()
+		if m.BadCommits > 0 {
+			s.BadCommitsLeft = d.u8()
+		}
 	}
 	if d.pos != len(enc) {
 		return nil, fmt.Errorf("spec: decode state: %d trailing bytes", len(enc)-d.pos)

@@ -40,6 +40,9 @@ const (
 	ActInstallSnapshot
 	ActCrashFromSnapshot
 	ActCorruptFromSnapshot
+	// An environment action (badcommit.go), taken only with
+	// Config.BadCommits > 0.
+	ActCorruptLeaderCommit
 	actionEnd
 )
 
@@ -73,6 +76,7 @@ var actionNames = [...]string{
 	ActInstallSnapshot:                "InstallSnapshot",
 	ActCrashFromSnapshot:              "CrashFromSnapshot",
 	ActCorruptFromSnapshot:            "CorruptFromSnapshot",
+	ActCorruptLeaderCommit:            "CorruptLeaderCommit",
 }
 
 func (a Action) String() string {
@@ -163,6 +167,8 @@ func (l LabelOf[T, L]) String() string {
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot:
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)
+	case l.Action == ActCorruptLeaderCommit:
+		return fmt.Sprintf("%v %v to %d", l.Action, l.Msg, l.Cut)
 	case l.Action.ReceivesMessage():
 		if l.Branch != BranchNone {
 			return fmt.Sprintf("%v[%v] %v", l.Action, l.Branch, l.Msg)

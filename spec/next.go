@@ -83,6 +83,11 @@ func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 	for _, e := range s.Messages {
 		m.DropMessage(s, e.M, out)
 	}
+	if m.BadCommits > 0 {
+		for _, e := range s.Messages {
+			m.CorruptLeaderCommit(s, e.M, 0, out)
+		}
+	}
 }
 
 // Step runs the one action instance that label names from s and emits the
@@ -149,6 +154,10 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		m.AdvanceCommitIndex(s, i, out)
 	case ActAppendEntries:
 		m.AppendEntries(s, i, j, out)
+	case ActCorruptLeaderCommit:
+		if m.BadCommits > 0 && s.Count(l.Msg) > 0 {
+			m.CorruptLeaderCommit(s, l.Msg, l.Cut, out)
+		}
 	default:
 		if !l.Action.ReceivesMessage() || s.Count(l.Msg) == 0 {
 			return
@@ -194,7 +203,7 @@ func (m *Machine[T, L, V]) windowed(s *StateOf[T, L, V], emit EmitOf[T, L, V]) E
 	}
 	return func(n StateOf[T, L, V], l LabelOf[T, L]) {
 		switch l.Action {
-		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot:
+		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot, ActCorruptLeaderCommit:
 		default:
 			m.openWindow(s, &n, l.I)
 		}

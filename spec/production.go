@@ -152,7 +152,7 @@ func (m *Machine[T, L, V]) appendEntriesRange(s *StateOf[T, L, V], i, j ServerID
 //	   /\ Len(log[i]) >= m.mprevLogIndex + Len(m.mentries)
 //	   /\ durableLen[i] >= m.mprevLogIndex + Len(m.mentries)
 //	   /\ commitIndex'   = [commitIndex EXCEPT ![i] = Max({commitIndex[i], m.mcommitIndex})]
-//	   /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({learnedCommit[i], m.mleaderCommit})]
+//	   /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({learnedCommit[i], LearnedFrom(m)})]
 //	   /\ (the fence of a TRUNCATED member releases when FenceReleases(i, m))
 //	   /\ Reply(success, mmatchIndex |-> m.mprevLogIndex + Len(m.mentries))
 //	\/ \* durable prefix: a heartbeat beyond the durable log is answered at once
@@ -221,7 +221,7 @@ func (m *Machine[T, L, V]) HandleAppendEntriesBatch(s *StateOf[T, L, V], i, j Se
 		}
 		n := *s
 		n.CommitIndex[i] = max(s.CommitIndex[i], msg.McommitIndex)
-		n.LearnedCommit[i] = max(s.LearnedCommit[i], msg.MleaderCommit)
+		n.LearnedCommit[i] = m.learnedFrom(s, i, msg)
 		if s.Verdict[i] == Truncated && m.FenceReleases(s, i, msg) {
 			n.Verdict[i] = Clean
 			n.TruncatedAtTerm[i] = 0

@@ -69,7 +69,9 @@ func (m *Machine[T, L, V]) snapshotMessage(s *StateOf[T, L, V], i, j ServerID, k
 //	    /\ log'           = [log EXCEPT ![i] = m.mentries]
 //	    /\ durableLen'    = [durableLen EXCEPT ![i] = k]
 //	    /\ commitIndex'   = [commitIndex EXCEPT ![i] = k]
-//	    /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+//	    /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, LearnedFromSnapshot(m)})]
+//	LearnedFromSnapshot(m) == IF "learned-commit-unclamped" \in Bugs THEN m.mleaderCommit
+//	                          ELSE Min({m.mleaderCommit, Len(m.mentries)})
 //	    /\ <<staleLog', staleDurable'>>[i] =
 //	          IF BasePresent(i) THEN <<m.mentries, k>> ELSE <<<< >>, 0>>
 //	    /\ UNCHANGED <<messages, currentTerm, state, votedFor, verdict, truncatedAtTerm,
@@ -96,7 +98,11 @@ func (m *Machine[T, L, V]) InstallSnapshot(s *StateOf[T, L, V], i, j ServerID, m
 	n.Log[i] = msg.Mentries
 	n.DurableLen[i] = T(k)
 	n.CommitIndex[i] = T(k)
-	n.LearnedCommit[i] = max(s.LearnedCommit[i], msg.MleaderCommit)
+	learned := msg.MleaderCommit
+	if !m.Has(BugLearnedCommitUnclamped) {
+		learned = min(learned, T(k)) // what the snapshot proves (issue 10 item 5)
+	}
+	n.LearnedCommit[i] = max(s.LearnedCommit[i], learned)
 	n.StaleLog[i], n.StaleDurable[i] = *new(L), 0
 	if m.Production && m.basePresent(s, i) {
 		// The window stays open (Persist releases what it holds), over

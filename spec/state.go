@@ -67,6 +67,7 @@ type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	Committed       []CommittedOf[T] // committed: history variable
 	CrashesLeft     T
 	CorruptionsLeft T
+	BadCommitsLeft  T // badCommitsLeft: CorruptLeaderCommit's budget (badcommit.go)
 
 	// The production profile's persistence window (window.go); zero
 	// otherwise. Persisted[i] is the durable copy of i's hard state, the
@@ -107,6 +108,7 @@ func (m *Machine[T, L, V]) Init() *StateOf[T, L, V] {
 	if m.Profile == ProfileDurable {
 		s.CrashesLeft = T(m.Crashes)
 		s.CorruptionsLeft = T(m.Corruptions)
+		s.BadCommitsLeft = T(m.BadCommits)
 	}
 	if m.Production {
 		for _, i := range m.servers {

@@ -339,6 +339,7 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 	dst.Committed = s.Committed
 	dst.CrashesLeft = s.CrashesLeft
 	dst.CorruptionsLeft = s.CorruptionsLeft
+	dst.BadCommitsLeft = s.BadCommitsLeft
 }
 
 // mergeInto sets dst to s with the merged variables (above) at fixed

@@ -227,7 +227,7 @@ func TestRenameCoversState(t *testing.T) {
 	known := map[reflect.Type][]string{
 		reflect.TypeOf(State{}): {"Messages", "Elections", "AllLogs", "CurrentTerm", "State", "VotedFor", "Log",
 			"CommitIndex", "VotesResponded", "VotesGranted", "VoterLog", "NextIndex", "MatchIndex", "DurableLen",
-			"LearnedCommit", "Verdict", "TruncatedAtTerm", "StaleLog", "Committed", "CrashesLeft", "CorruptionsLeft",
+			"LearnedCommit", "Verdict", "TruncatedAtTerm", "StaleLog", "Committed", "CrashesLeft", "CorruptionsLeft", "BadCommitsLeft",
 			"Persisted", "Held", "StaleDurable"},
 		reflect.TypeOf(Message{}): {"Mtype", "Mterm", "MlastLogTerm", "MlastLogIndex", "MprevLogIndex", "MprevLogTerm",
 			"Mentries", "Mlog", "McommitIndex", "MleaderCommit", "MvoteGranted", "Msuccess", "MmatchIndex", "Msource", "Mdest"},

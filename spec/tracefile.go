@@ -96,6 +96,7 @@ func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 	if m.durable() {
 		c.Crashes, c.Corruptions = m.Crashes, m.Corruptions
 		c.Production = m.Production
+		c.BadCommits = m.BadCommits
 	}
 	return c
 }
@@ -116,6 +117,11 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 	case l.Action == ActSendAppendEntries || l.Action == ActSendSnapshot:
 		e.Peer = serverName(l.J)
 		e.Msg = m.TraceMessage(l.Msg)
+	case l.Action == ActCorruptLeaderCommit:
+		e.Peer = serverName(l.Msg.Msource)
+		e.Msg = m.TraceMessage(l.Msg)
+		c := int(l.Cut)
+		e.Cut = &c
 	case l.Action.ReceivesMessage():
 		e.Peer = serverName(l.Msg.Msource)
 		e.Msg = m.TraceMessage(l.Msg)

@@ -53,12 +53,15 @@ func newTraceMachine(c *trace.Config) (*traceMachine, error) {
 		return nil, fmt.Errorf("values=%d: want 1..%d", c.Values, maxTraceValues)
 	case c.Crashes < 0 || c.Crashes > trace.MaxIndex || c.Corruptions < 0 || c.Corruptions > trace.MaxIndex:
 		return nil, fmt.Errorf("crashes=%d corruptions=%d out of range", c.Crashes, c.Corruptions)
+	case c.BadCommits < 0 || c.BadCommits > trace.MaxIndex || (c.BadCommits > 0 && !c.Production):
+		return nil, fmt.Errorf("badCommits=%d: out of range, or without the production actions", c.BadCommits)
 	case p == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Production):
 		return nil, errors.New("profile raft has no crash or corruption budgets or production actions")
 	}
 	cfg := Config{Profile: p, Servers: c.Servers, Values: c.Values}
 	if p == ProfileDurable {
 		cfg.Crashes, cfg.Corruptions, cfg.Production = c.Crashes, c.Corruptions, c.Production
+		cfg.BadCommits = c.BadCommits
 	}
 	if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
 		return nil, err
@@ -84,14 +87,14 @@ func (m *traceMachine) traceKey(s *TraceState) uint64 {
 		mix(uint64(s.VotesGranted[i])<<8 | uint64(s.VotesResponded[i]))
 		mix(s.Persisted[i].CurrentTerm<<8 | uint64(s.Persisted[i].VotedFor) | uint64(len(s.Held[i]))<<40)
 	}
-	return h ^ s.CrashesLeft<<32 ^ s.CorruptionsLeft
+	return h ^ s.CrashesLeft<<32 ^ s.CorruptionsLeft ^ s.BadCommitsLeft<<48
 }
 
 // traceStatesEqual reports whether two trace states have equal protocol
 // variables (they have no history variables): then they have the same
 // futures, and the checker keeps one.
 func (m *traceMachine) traceStatesEqual(a, b *TraceState) bool {
-	if a.CrashesLeft != b.CrashesLeft || a.CorruptionsLeft != b.CorruptionsLeft || !bagsEqual(a.Messages, b.Messages) {
+	if a.CrashesLeft != b.CrashesLeft || a.CorruptionsLeft != b.CorruptionsLeft || a.BadCommitsLeft != b.BadCommitsLeft || !bagsEqual(a.Messages, b.Messages) {
 		return false
 	}
 	for _, i := range m.servers {

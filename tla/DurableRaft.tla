@@ -44,7 +44,8 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
               "candidate-advertises-learned", "candidate-advertises-appended",
               "no-voter-learned-floor", "no-promotion-fence",
               "truncated-member-votes", "release-at-leader-commit",
-              "truncation-not-synced", "mark-after-cut">>
+              "truncation-not-synced", "mark-after-cut",
+              "learned-commit-unclamped">>
 
 ASSUME /\ Profile \in {"raft", "durable"}
        /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames}
@@ -52,6 +53,7 @@ ASSUME /\ Profile \in {"raft", "durable"}
        /\ Production \in BOOLEAN
        /\ Production => Profile = "durable"
        /\ "mark-after-cut" \in Bugs => Production
+       /\ "learned-commit-unclamped" \in Bugs => Production
        /\ Nil \notin Server
 
 IsDurable    == Profile = "durable"
@@ -440,6 +442,16 @@ HandleRequestVoteResponse(i, j, m) ==
     /\ Discard(m)
     /\ UNCHANGED <<serverVars, leaderVars, logVars, durableVars, windowVars>>
 
+\* What i learns as committed from the AppendEntries request m it accepts
+\* (already-done).  production: clamped to what the message proves, the
+\* last index i now durably holds matching the leader (issue 10 item 5);
+\* unclamped, one bad mleaderCommit fences i and raises its voter floor for
+\* ever (spec learnedFrom, -bug learned-commit-unclamped).
+LearnedFrom(m) ==
+    IF IsProduction /\ ~Has("learned-commit-unclamped")
+    THEN Min({m.mleaderCommit, m.mprevLogIndex + Len(m.mentries)})
+    ELSE m.mleaderCommit
+
 \* durable: the rule that repairs a TRUNCATED member i as it accepts m: the
 \* leader's term is newer than the corruption and i now durably holds an
 \* entry of that term which the leader has committed.
@@ -504,7 +516,7 @@ AlreadyDoneAppendEntriesRequest(i, j, m) ==
        /\ IsDurable /\ ~Has("follower-acks-appended") => durableLen[i] >= matched
        /\ commitIndex' = [commitIndex EXCEPT ![i] = m.mcommitIndex]
        /\ IF IsDurable
-          THEN /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+          THEN /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, LearnedFrom(m)})]
                /\ IF verdict[i] = Truncated /\ FenceReleases(i, m)
                   THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
                        /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
@@ -818,7 +830,7 @@ BatchAlreadyDoneAppendEntriesRequest(i, j, m) ==
        /\ BatchPresent(i, m) = Len(m.mentries)
        /\ ~Has("follower-acks-appended") => durableLen[i] >= matched
        /\ commitIndex'   = [commitIndex EXCEPT ![i] = Max({@, m.mcommitIndex})]
-       /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+       /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, LearnedFrom(m)})]
        /\ IF verdict[i] = Truncated /\ FenceReleases(i, m)
           THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
                /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
@@ -949,7 +961,9 @@ InstallSnapshot(i, j, m) ==
        /\ log'           = [log EXCEPT ![i] = m.mentries]
        /\ durableLen'    = [durableLen EXCEPT ![i] = k]
        /\ commitIndex'   = [commitIndex EXCEPT ![i] = k]
-       /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, m.mleaderCommit})]
+       /\ learnedCommit' = [learnedCommit EXCEPT ![i] =
+                               Max({@, IF Has("learned-commit-unclamped") THEN m.mleaderCommit
+                                       ELSE Min({m.mleaderCommit, k})})]
        \* The snapshot is durable: no window opens; an open one keeps the
        \* installed log as its base.
        /\ staleLog'      = [staleLog EXCEPT ![i] = IF BasePresent(i) THEN m.mentries ELSE <<>>]

@@ -36,6 +36,10 @@ var Actions = []string{
 	// its log, a follower installs it, a restart brings the commit index
 	// back as the snapshot's.
 	"SendSnapshot", "InstallSnapshot", "CrashFromSnapshot", "CorruptFromSnapshot",
+	// An environment action (spec/badcommit.go), in traces whose Config
+	// has badCommits: a request's leader commit raised in the bag (msg is
+	// the request before, cut the new leader commit).
+	"CorruptLeaderCommit",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -89,6 +93,9 @@ type Config struct {
 	// Production: the production actions of spec/production.go are steps
 	// of the model (profile durable only). Absent means false.
 	Production bool `json:"production,omitempty"`
+	// BadCommits: the budget of spec CorruptLeaderCommit (an environment
+	// action raising a request's leader commit). Absent means 0.
+	BadCommits int `json:"badCommits,omitempty"`
 	// Source says who wrote the trace: "spec", "impl", ...
 	Source string `json:"source,omitempty"`
 }

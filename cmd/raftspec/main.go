@@ -26,6 +26,7 @@ commands:
   viz          draw a trace as a self-contained HTML page (raftspec viz TRACE > run.html)
   serve        explore the model's state space in the browser
   story        replay a failure story step by step (spec/testdata/stories/*.txt)
+  liveness     check that from every reachable state a fault-free continuation elects a leader that commits
 
 run 'raftspec <command> -h' for the flags of a command.
 `)
@@ -56,6 +57,8 @@ func main() {
 		err = serveCommand(os.Args[2:], os.Stdout, os.Stderr)
 	case "story":
 		err = storyCommand(os.Args[2:], os.Stdout, os.Stderr)
+	case "liveness":
+		err = livenessCommand(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		usage(os.Stdout)
 		return
@@ -83,7 +86,7 @@ type modelFlags struct {
 	profile, bugs                    string
 	servers, values                  int
 	maxTerm, maxLog, maxDup, maxMsgs int
-	crashes, corruptions             int
+	crashes, corruptions, badCommits int
 	production                       bool
 }
 
@@ -97,6 +100,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxMsgs, "max-msgs", 1, "bound: Cardinality(DOMAIN messages) <= N")
 	fs.IntVar(&f.crashes, "crashes", 0, "durable: Crash steps a behaviour may take")
 	fs.IntVar(&f.corruptions, "corruptions", 0, "durable: Corrupt steps a behaviour may take")
+	fs.IntVar(&f.badCommits, "bad-commits", 0, "production: CorruptLeaderCommit steps a behaviour may take (a peer's bad leader commit)")
 	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
 	fs.StringVar(&f.bugs, "bug", "", "comma-separated fixes (durable) or raft.tla rules (either profile) to switch off: "+strings.Join(spec.AllBugs(), ", "))
 }
@@ -112,7 +116,7 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	}
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
-		Crashes: f.crashes, Corruptions: f.corruptions, Bugs: bugs, Production: f.production})
+		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, Bugs: bugs, Production: f.production})
 }
 
 func explore(args []string, stdout, stderr io.Writer) error {
@@ -402,6 +406,64 @@ func checkTrace(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s: ok (%d events%s)\n", path, n, torn)
 	}
 	if failed > 0 {
+		return exitError(1)
+	}
+	return nil
+}
+
+// livenessCommand is raftspec liveness: spec.CheckLiveness on the model.
+func livenessCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("liveness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	extraTerm := fs.Int("extra-term", 1, "the continuations' bound: currentTerm[i] <= max-term + N")
+	extraLog := fs.Int("extra-log", 1, "the continuations' bound: Len(log[i]) <= max-log + N")
+	extraMsgs := fs.Int("extra-msgs", 0, "the continuations' bound: messages <= max-msgs + N")
+	maxStates := fs.Int("max-states", 0, "stop (result=incomplete) past this many stored states; 0 = no limit")
+	tracePath := fs.String("trace", "", "where to write the path to a stuck state (default: a new file in the temp dir)")
+	progress := fs.Duration("progress", time.Minute, "interval between progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	m, err := mf.model()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "raftspec liveness: %v, continuations: term +%d, log +%d, msgs +%d, no faults\n", m.Config, *extraTerm, *extraLog, *extraMsgs)
+	res, err := spec.CheckLiveness(m, spec.LivenessOptions{ExtraTerm: *extraTerm, ExtraLog: *extraLog, ExtraMsgs: *extraMsgs,
+		MaxStates: *maxStates, Progress: stderr, ProgressEvery: *progress})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "Finished in %v.\n", res.Elapsed.Round(time.Millisecond))
+	if res.Stuck > 0 {
+		path := *tracePath
+		if path == "" {
+			f, err := os.CreateTemp("", "raftspec-stuck-*.ndjson")
+			if err != nil {
+				return err
+			}
+			path = f.Name()
+			f.Close()
+		}
+		if err := m.WriteTraceFile(path, res.Trace); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Error: from the last state below no fault-free continuation elects a leader that commits (%d states reachable from it)\n", res.StuckFuture)
+		for k, st := range res.Trace {
+			if k == 0 {
+				fmt.Fprintf(stderr, "  %2d: Init\n", k)
+				continue
+			}
+			fmt.Fprintf(stderr, "  %2d: %v\n", k, st.Label)
+		}
+		fmt.Fprintln(stderr, drawHint(path))
+		fmt.Fprintln(stdout, res.Summary(path))
+		return exitError(1)
+	}
+	fmt.Fprintln(stdout, res.Summary(""))
+	if !res.Complete {
 		return exitError(1)
 	}
 	return nil

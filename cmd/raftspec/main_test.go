@@ -118,7 +118,7 @@ func TestCheckTraceRejectsMutated(t *testing.T) {
 // check-trace says a trace whose last line is torn (its writer killed) is
 // torn, and with -torn-tail checks the events before it.
 func TestCheckTraceTornTail(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "tla", "traces", "walk-production-s3-139.ndjson"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "tla", "traces", "walk-production-s3-006.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

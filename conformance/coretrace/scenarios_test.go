@@ -59,8 +59,10 @@ func TestScenarioTraces(t *testing.T) {
 // in depth: no invariant breaks with the switch alone (scripts/bugs.sh,
 // docs/durable-raft.md). For them a scenario fails by printing what the
 // rule changes (a vote, a campaign), not by an invariant.
+// learned-commit-unclamped breaks liveness, not an invariant (raftspec
+// liveness finds the stuck cluster; learned_commit_clamp.txt prints it).
 var defenceInDepth = raft.BugCandidateAdvertisesAppended | raft.BugNoVoterLearnedFloor | raft.BugNoPromotionFence |
-	raft.BugTruncationNotSynced
+	raft.BugTruncationNotSynced | raft.BugLearnedCommitUnclamped
 
 // TestSeedBugsFailScenarios re-introduces each seed bug through its
 // test-only switch (the names of spec's -bug switches) and requires that a

@@ -192,6 +192,12 @@ const (
 	// replica's log, /readyz 503) instead of after Config.ElectionTick
 	// ticks of lag (evaluatePolicy).
 	BugLagIsFence
+	// BugLearnedCommitUnclamped: a follower learns a MsgApp's (or
+	// MsgSnap's) LeaderCommit unclamped, as it was before issue 10 item 5,
+	// instead of clamped to what the message proves it holds: one bad
+	// value then closes its promotion fence and raises its voter floor for
+	// ever (spec learnedFrom).
+	BugLearnedCommitUnclamped
 	bugEnd
 )
 
@@ -212,6 +218,7 @@ var bugNames = map[Bug]string{
 	BugTruncationNotSynced:         "truncation-not-synced",
 	BugMarkAfterCut:                "mark-after-cut",
 	BugLagIsFence:                  "lag-is-fence",
+	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
 }
 
 func (b Bug) String() string {

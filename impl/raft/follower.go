@@ -119,12 +119,14 @@ func (n *Node) rejectApp(m *Message, hint bool) {
 
 // ackApp is the already-done branch: every entry of m is in the log, and
 // durable. The commit index takes the message's (clamped) commit if larger,
-// learnedCommit its unclamped one, and a TRUNCATED member's fence releases
-// when FenceReleases holds.
+// learnedCommit its LeaderCommit clamped to the match (spec learnedFrom:
+// what the message proves this member holds; a peer's bad value cannot
+// raise the voter floor beyond the member's own durable log or close its
+// fence), and a TRUNCATED member's fence releases when FenceReleases holds.
 func (n *Node) ackApp(m *Message) {
 	match := m.PrevLogIndex + uint64(len(m.Entries))
 	n.log.committed = max(n.log.committed, m.Commit)
-	n.hs.LearnedCommit = max(n.hs.LearnedCommit, m.LeaderCommit)
+	n.hs.LearnedCommit = max(n.hs.LearnedCommit, n.learnedFrom(m.LeaderCommit, match))
 	if n.hs.TruncatedAtTerm != 0 && n.fenceReleases(m, match) {
 		n.hs.TruncatedAtTerm = 0
 		n.mark(MarkFenceReleased)
@@ -231,4 +233,14 @@ func (n *Node) traceDrop(m *Message) {
 	if n.tr != nil && m.Type.isSpec() {
 		n.tr.event("DropMessage", m.From, m, "")
 	}
+}
+
+// learnedFrom is spec learnedFrom: a peer's leader commit, clamped to
+// proven, the last index the message proves this member durably holds
+// matching the leader (issue 10 item 5).
+func (n *Node) learnedFrom(leaderCommit, proven uint64) uint64 {
+	if n.has(BugLearnedCommitUnclamped) {
+		return leaderCommit
+	}
+	return min(leaderCommit, proven)
 }

@@ -229,7 +229,7 @@ func (n *Node) installSnapshot(m *Message, prefix []trace.Entry) {
 	index, term := m.PrevLogIndex, m.PrevLogTerm
 	n.dropPendingAcks()
 	n.log.restore(index, term)
-	n.hs.LearnedCommit = max(n.hs.LearnedCommit, m.LeaderCommit)
+	n.hs.LearnedCommit = max(n.hs.LearnedCommit, n.learnedFrom(m.LeaderCommit, index))
 	n.snaps.snap = SnapshotInfo{Index: index, Term: term}
 	n.snaps.installing = &SnapshotInfo{Index: index, Term: term}
 	if n.tr != nil {

@@ -390,9 +390,12 @@ func TestStepSnapshotTable(t *testing.T) {
 			// LearnedCommit is not hard state to persist (Ready): it rides
 			// in every Ready, and raising it alone hands out no hard state
 			// (a newer term's install hands out the term).
-			if st.HardState.LearnedCommit < tc.m.LeaderCommit || rd.LearnedCommit != st.HardState.LearnedCommit || rd.HardStateChanged != (st.HardState.Term != before.HardState.Term) {
+			// It is raised to the leader's commit clamped to what the
+			// snapshot proves (its index; spec learnedFrom, issue 10 item 5).
+			want := min(tc.m.LeaderCommit, s)
+			if st.HardState.LearnedCommit != max(want, before.HardState.LearnedCommit) || rd.LearnedCommit != st.HardState.LearnedCommit || rd.HardStateChanged != (st.HardState.Term != before.HardState.Term) {
 				t.Fatalf("learned commit %d (Ready's %d) not raised to %d, or hard state handed %v",
-					st.HardState.LearnedCommit, rd.LearnedCommit, tc.m.LeaderCommit, rd.HardStateChanged)
+					st.HardState.LearnedCommit, rd.LearnedCommit, want, rd.HardStateChanged)
 			}
 			if len(rd.Committed) != 0 || len(rd.MessagesAfterPersist) != 0 {
 				t.Fatalf("install hands out committed %d, messages %d", len(rd.Committed), len(rd.MessagesAfterPersist))

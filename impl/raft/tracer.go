@@ -45,6 +45,10 @@ type TraceParams struct {
 	// least its number of restarts, and of boots with a TRUNCATED verdict.
 	// 0 means DefaultTraceBudget.
 	Crashes, Corruptions int
+	// BadCommits is the spec's CorruptLeaderCommit budget: how many
+	// messages a test harness changed in flight (rafttest's
+	// corrupt-commit). 0: none, and the config does not name it.
+	BadCommits int
 	// Bugs are the test switches the nodes run with (Config.TestingBugs).
 	Bugs Bug
 }
@@ -59,8 +63,11 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 	if p.Crashes < 0 || p.Corruptions < 0 || p.Crashes > trace.MaxIndex || p.Corruptions > trace.MaxIndex {
 		return nil, fmt.Errorf("raft: trace budgets crashes=%d corruptions=%d out of range", p.Crashes, p.Corruptions)
 	}
+	if p.BadCommits < 0 || p.BadCommits > trace.MaxIndex {
+		return nil, fmt.Errorf("raft: trace budget badCommits=%d out of range", p.BadCommits)
+	}
 	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
-		Crashes: p.Crashes, Corruptions: p.Corruptions, Bugs: (p.Bugs &^ ReportingBugs).String(), Production: true, Source: "impl"}
+		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: (p.Bugs &^ ReportingBugs).String(), Production: true, Source: "impl"}
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
 	}

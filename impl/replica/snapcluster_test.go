@@ -125,6 +125,7 @@ type ccluster struct {
 	delivered   int
 	chunks      int // snapshot data chunks delivered
 	leaderTerms map[uint64]raft.NodeID
+	coreBugs    raft.Bug // the core's test switches of the nodes booted from now on
 }
 
 var snapTestWAL = wal.Options{Stepped: true, SegmentBytes: 16 << 10, BlockBytes: 512, EntryBytesMax: 1 << 10, TailCacheBytes: 4 << 10}
@@ -155,7 +156,7 @@ func (c *ccluster) boot(n *cnode) error {
 	so := c.opts
 	so.FS, so.Dir = n.disk, "/d/snap"
 	cfg := raft.Config{ID: n.id, Voters: c.ids, ElectionTick: 10, HeartbeatTick: 1, Rand: rand.New(rand.NewPCG(uint64(n.id), 1)),
-		PreVote: true, CheckQuorum: true, MsgEntriesMax: 64}
+		PreVote: true, CheckQuorum: true, MsgEntriesMax: 64, TestingBugs: c.coreBugs}
 	r, err := New(Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n, Logger: quiet, Snapshots: &so})
 	if err != nil {
 		_ = w.Close()

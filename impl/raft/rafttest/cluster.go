@@ -69,6 +69,9 @@ type Options struct {
 	// TraceNames names the nodes in the trace (raft.Config.TraceNames);
 	// nil is s<id>.
 	TraceNames map[raft.NodeID]string
+	// BadCommits is how many messages CorruptLeaderCommit may change: the
+	// spec's budget in the trace's config.
+	BadCommits int
 }
 
 // acked is an entry a client was told is committed.
@@ -90,11 +93,12 @@ type Cluster struct {
 	Out        strings.Builder // what scenario commands print
 	Violations []string
 
-	rng     *rand.Rand
-	acks    map[uint64]acked       // index -> acknowledged entry
-	leaders map[uint64]raft.NodeID // term -> leader ever elected
-	applied map[uint64]string      // index -> "term/data" applied anywhere
-	reads   map[string]uint64      // ctx -> the highest acknowledged index when the read was asked
+	rng        *rand.Rand
+	acks       map[uint64]acked       // index -> acknowledged entry
+	leaders    map[uint64]raft.NodeID // term -> leader ever elected
+	applied    map[uint64]string      // index -> "term/data" applied anywhere
+	reads      map[string]uint64      // ctx -> the highest acknowledged index when the read was asked
+	badCommits int                    // CorruptLeaderCommit steps taken
 	// Counts of what happened, for the randomized runs' coverage checks.
 	ReadsAnswered int
 	// HardStateLosses counts LoseHardState; PassiveReports the
@@ -115,7 +119,7 @@ func NewCluster(o Options) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, &SimNode{ID: raft.NodeID(id), WAL: &SimWAL{Log: raft.NewMemoryStorage()}})
 	}
 	if o.Trace {
-		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs})
+		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs, BadCommits: o.BadCommits})
 		if err != nil {
 			return nil, err
 		}

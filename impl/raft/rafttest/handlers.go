@@ -125,6 +125,10 @@ func (e *Env) Handle(line string) (string, error) {
 	case "deliver", "drop", "dup":
 		// Example: deliver from=1 to=2 type=MsgApp prev=3 n=1   (drop to=3; dup from=2)
 		err = e.handleNet(c)
+	case "corrupt-commit":
+		// Example: corrupt-commit from=1 to=2 value=1000   (every matching MsgApp in flight;
+		// needs cluster badcommits=N)
+		err = e.handleCorruptCommit(c)
 	case "stabilize":
 		// Example: stabilize   (stabilize noflush: deliver only, disks keep their durable index)
 		e.C.Stabilize(!c.has("noflush"), 100)
@@ -207,6 +211,9 @@ func (e *Env) handleCluster(c Cmd) error {
 		return err
 	}
 	if o.ElectionTick, err = c.intKV("election", 10); err != nil {
+		return err
+	}
+	if o.BadCommits, err = c.intKV("badcommits", 0); err != nil {
 		return err
 	}
 	cl, err := NewCluster(o)
@@ -295,6 +302,29 @@ func (e *Env) handleNet(c Cmd) error {
 			e.C.Duplicate(k)
 			e.C.logf("%v duplicated", m)
 		}
+	}
+	return nil
+}
+
+func (e *Env) handleCorruptCommit(c Cmd) error {
+	value, err := c.intKV("value", 0)
+	if err != nil {
+		return err
+	}
+	var sel []raft.Message
+	for _, m := range e.C.Net {
+		if m.Type == raft.MsgApp && matchMsg(c, m) {
+			sel = append(sel, m)
+		}
+	}
+	if len(sel) > e.C.Opts.BadCommits-e.C.badCommits {
+		return fmt.Errorf("corrupt-commit: %d messages, the cluster's budget (badcommits=) has %d left", len(sel), e.C.Opts.BadCommits-e.C.badCommits)
+	}
+	for _, m := range sel {
+		if err := e.C.CorruptLeaderCommit(indexOf(e.C.Net, m), uint64(value)); err != nil {
+			return err
+		}
+		e.C.badCommits++
 	}
 	return nil
 }

@@ -98,6 +98,25 @@ func (c *Cluster) Duplicate(k int) {
 	c.Net = append(c.Net, m)
 }
 
+// CorruptLeaderCommit sets the LeaderCommit of MsgApp k of the network to
+// value, as a peer's bad value that the receiver's checks cannot see (spec
+// CorruptLeaderCommit: the trace logs the message before and the value).
+func (c *Cluster) CorruptLeaderCommit(k int, value uint64) error {
+	m := &c.Net[k]
+	if m.Type != raft.MsgApp || value <= m.LeaderCommit {
+		return fmt.Errorf("%v: only a MsgApp's leader commit can be raised, to more than %d", *m, m.LeaderCommit)
+	}
+	if c.Opts.Trace {
+		names := c.Opts.TraceNames
+		cut := int(value)
+		c.addEvent(trace.Event{Action: "CorruptLeaderCommit", Node: raft.TraceName(names, m.To), Peer: raft.TraceName(names, m.From),
+			Msg: raft.TraceMessage(m, names), Cut: &cut})
+	}
+	m.LeaderCommit = value
+	c.logf("%v", *m)
+	return nil
+}
+
 // Flush makes everything written to id's disk durable, or fails the WAL
 // when it was told to fail, and reports it to the node.
 func (c *Cluster) Flush(id raft.NodeID) {
