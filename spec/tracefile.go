@@ -97,6 +97,9 @@ func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 		c.Crashes, c.Corruptions = m.Crashes, m.Corruptions
 		c.Production = m.Production
 	}
+	if m.Membership {
+		c.Membership, c.InitVoters = true, m.InitVoters
+	}
 	return c
 }
 
@@ -123,6 +126,10 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 	case l.Action == ActClientRequest:
 		v := int(l.Value)
 		e.Value = &v
+	case l.Action == ActChangeConfig:
+		v := int(l.Value)
+		e.Value = &v
+		e.Peer = serverName(l.J)
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActFlushTo ||
 		l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 		c := int(l.Cut)

@@ -436,6 +436,9 @@ type CommittedOf[T Int] struct {
 	Index      T
 	Term       T
 	CommitTerm T
+	// Config is, with membership, the value of the configuration the
+	// leader counted its quorum in (MemberConfig.Value); 0 without.
+	Config uint8
 }
 
 // CommittedEntry is the explorer's committed record.

@@ -36,6 +36,10 @@ var Actions = []string{
 	// its log, a follower installs it, a restart brings the commit index
 	// back as the snapshot's.
 	"SendSnapshot", "InstallSnapshot", "CrashFromSnapshot", "CorruptFromSnapshot",
+	// Membership (spec/membership.go), in traces whose Config has
+	// "membership": true: a leader appends a configuration entry (value:
+	// the entry's value, peer: the server it changes).
+	"ChangeConfig",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -56,7 +60,7 @@ type Event struct {
 	// the message SendAppendEntries sends.
 	Msg    *Message `json:"msg,omitempty"`
 	Branch string   `json:"branch,omitempty"`
-	// Value is ClientRequest's v.
+	// Value is ClientRequest's v, or ChangeConfig's entry value.
 	Value *int `json:"value,omitempty"`
 	// Cut is the length of log[node] that Crash or Corrupt keeps, or
 	// FlushTo's new durableLen.
@@ -83,6 +87,12 @@ type Config struct {
 	// Production: the production actions of spec/production.go are steps
 	// of the model (profile durable only). Absent means false.
 	Production bool `json:"production,omitempty"`
+	// Membership: configurations are log entries and ChangeConfig a step
+	// (spec/membership.go; docs/membership.md). InitVoters: servers
+	// 1..InitVoters are the initial voters (absent or 0: all). Absent
+	// means false.
+	Membership bool `json:"membership,omitempty"`
+	InitVoters int  `json:"initVoters,omitempty"`
 	// Source says who wrote the trace: "spec", "impl", ...
 	Source string `json:"source,omitempty"`
 }

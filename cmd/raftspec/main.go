@@ -84,7 +84,8 @@ type modelFlags struct {
 	servers, values                  int
 	maxTerm, maxLog, maxDup, maxMsgs int
 	crashes, corruptions             int
-	production                       bool
+	production, membership           bool
+	initVoters                       int
 }
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
@@ -98,6 +99,8 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.crashes, "crashes", 0, "durable: Crash steps a behaviour may take")
 	fs.IntVar(&f.corruptions, "corruptions", 0, "durable: Corrupt steps a behaviour may take")
 	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
+	fs.BoolVar(&f.membership, "membership", false, "configurations in the log and single-server changes (docs/membership.md)")
+	fs.IntVar(&f.initVoters, "init-voters", 0, "membership: servers 1..N are the initial voters, the others not members (0: all)")
 	fs.StringVar(&f.bugs, "bug", "", "comma-separated fixes (durable) or raft.tla rules (either profile) to switch off: "+strings.Join(spec.AllBugs(), ", "))
 }
 
@@ -112,7 +115,8 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	}
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
-		Crashes: f.crashes, Corruptions: f.corruptions, Bugs: bugs, Production: f.production})
+		Crashes: f.crashes, Corruptions: f.corruptions, Bugs: bugs, Production: f.production,
+		Membership: f.membership, InitVoters: f.initVoters})
 }
 
 func explore(args []string, stdout, stderr io.Writer) error {
