@@ -142,7 +142,7 @@ func (m *Machine[T, L, V]) quorumOf(c MemberConfig, set ServerSet) bool {
 	if m.Has(BugQuorumHalf) {
 		n--
 	}
-	return (set & c.Voters).Len()*2 > n
+	return (set&c.Voters).Len()*2 > n
 }
 
 // quorumIn is the quorum a server with log l counts: raft.tla's Quorum

@@ -198,6 +198,11 @@ func (l Log) String() string {
 			b.WriteString(", ")
 		}
 		e := l.At(i)
+		if IsConfigValue(e.Value) {
+			// Only with membership can a log hold such a value.
+			fmt.Fprintf(&b, "[term |-> %d, value |-> %d (config %v)]", e.Term, e.Value, DecodeConfig(e.Value))
+			continue
+		}
 		fmt.Fprintf(&b, "[term |-> %d, value |-> v%d]", e.Term, e.Value)
 	}
 	b.WriteString(">>")

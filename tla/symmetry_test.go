@@ -51,6 +51,8 @@ CONSTANTS
     Crashes     = 0
     Corruptions = 0
     Production  = FALSE
+    Membership  = FALSE
+    InitVoters  = 0
     MaxTerm     = %d
     MaxLog      = %d
     MaxDup      = %d
