@@ -22,7 +22,11 @@ func TestProcessPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes: skipped with -short")
 	}
-	v := execute(t, scenario{name: "partition", clients: 4, seed: 5, proxy: true, faults: []fault{
+	// Ticks of 50 ms (an election timeout of 500-1,000 ms): the checks
+	// below assert that nobody campaigns, and on a loaded 2-core machine a
+	// process stalls for longer than the default 200 ms timeout (CI saw the
+	// leader disrupted in term 3 of a clean-clone run beside other tests).
+	v := execute(t, scenario{name: "partition", clients: 4, seed: 5, proxy: true, args: []string{"--tick-ms", "50"}, faults: []fault{
 		{"the leader cut off from both followers, then healed", isolateLeader, 300 * time.Millisecond},
 		{"a follower cut off from the leader only, both ways", cutFollower(true, true), 300 * time.Millisecond},
 		{"a follower's messages to the leader dropped (one way)", cutFollower(true, false), 300 * time.Millisecond},
