@@ -180,6 +180,18 @@ func ClassicBugs() []string {
 	return names
 }
 
+// MembershipBugs lists by name the switches of the membership rules
+// (membership.go).
+func MembershipBugs() []string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		if bit&membershipBugs != 0 {
+			names = append(names, bugNames[bit])
+		}
+	}
+	return names
+}
+
 // ParseBugs parses a comma-separated list of bug names.
 func ParseBugs(s string) (Bug, error) {
 	var b Bug
