@@ -71,10 +71,16 @@ func newTestCluster(t *testing.T, size int, edit func(*Config)) *testCluster {
 	return tc
 }
 
+// testTick is the test clusters' tick: an election timeout of 250-500 ms.
+// At 10 ms (100-200 ms) a -race run on a loaded 2-core machine stalled a
+// node long enough for an election in tests that require none
+// (TestSnapshotCatchUpKV in a clean-clone CI run, TestMetrics).
+const testTick = 25 * time.Millisecond
+
 func (tc *testCluster) start(id raft.NodeID) *Node {
 	tc.t.Helper()
 	cfg := Config{ID: id, DataDir: tc.dirs[id], ClientAddr: tc.clients[id], PeerAddr: tc.peers[id], InitialPeers: tc.peers,
-		Logger: testLogger(), TickInterval: 10 * time.Millisecond,
+		Logger: testLogger(), TickInterval: testTick,
 		Listen: func(addr string) (net.Listener, error) { return listenAt(tc.t, addr), nil }}
 	if tc.edit != nil {
 		tc.edit(&cfg)
