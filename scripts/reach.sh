@@ -35,6 +35,14 @@ DEEP="-profile raft -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-
 # which, besides, server 3 never stands for election and server 2 never
 # replicates (a pure follower and a leader whose entries stay its own).
 FIG8="-profile raft -servers 3 -values 1 -max-term 5 -max-log 1 -max-dup 1 -max-msgs 1 -merge -without DropMessage,DuplicateMessage,Restart,Timeout@3,AppendEntries@2"
+# MEMB2015: membership (docs/membership.md), 4 servers to term 4, logs of
+# 1: the sub-model without the network's drops and duplicates, Restart and
+# client requests, in which servers 3 and 4 never stand for election and
+# server 1 never replicates; merged.
+MEMB2015="-profile raft -membership -servers 4 -values 1 -max-term 4 -max-log 1 -max-dup 1 -max-msgs 1 -merge -without DropMessage,DuplicateMessage,Restart,ClientRequest,Timeout@3,Timeout@4,AppendEntries@1"
+# MEMBERS: membership with every rule on, 3 servers of which 2 voters at
+# first, term 3, logs of 2 (TLC agrees on the counts: tla/MC_membership_s3_v2_sub.cfg).
+MEMBERS="-profile raft -membership -init-voters 2 -servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 1 -without DropMessage,DuplicateMessage,Restart"
 
 # row NAME BUG BOUNDS: with BUG ("" for none) the run must find a
 # violation (BUG set) or hold (BUG empty).
@@ -67,9 +75,12 @@ row append-ignores-logok   append-ignores-logok   "$DEEP"
 row commit-prior-term      commit-prior-term      "$FIG8"
 row holds-deep             ""                     "$DEEP"
 row holds-fig8             ""                     "$FIG8"
+# Membership's rules (not "holds": mutate-spec's judge runs those rows).
+row membership-2015        config-before-own-term-commit "$MEMB2015"
+row membership-fixed       ""                     "$MEMBERS"
 
 if [[ $fail -ne 0 ]]; then
 	echo "reach: FAIL"
 	exit 1
 fi
-echo "reach: every classic bug found, and the fixed protocol holds at the same bounds"
+echo "reach: every classic bug found, and the fixed protocol holds at the same bounds; the 2015 membership bug found"

@@ -128,6 +128,9 @@ func (m *Machine[T, L, V]) corrupt(s *StateOf[T, L, V], i ServerID, keepDurable 
 	if truncated.With(i).Len()*2 > len(m.servers) {
 		return
 	}
+	if m.Membership && !m.configsPresent(s, func(c MemberConfig) bool { return !m.quorumOf(c, truncated.With(i)) }) {
+		return // membership: nor a quorum of any configuration of the state
+	}
 	images := m.diskImages(s, i)
 	if !m.Production {
 		images = images[:1] // the current log (a stale one is not durable)

@@ -59,8 +59,13 @@ func (m *Machine[T, L, V]) Restart(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 //	              /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
 //	              /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
 //	              /\ UNCHANGED <<messages, leaderVars, logVars>>
+//
+// membership: only a voter of its own configuration stands for election.
 func (m *Machine[T, L, V]) Timeout(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Follower && s.State[i] != Candidate {
+		return
+	}
+	if m.Membership && !m.isVoter(s, i) {
 		return
 	}
 	n := *s
@@ -150,8 +155,13 @@ func (m *Machine[T, L, V]) RequestVote(s *StateOf[T, L, V], i, j ServerID, emit 
 //
 // durable: the message also carries mleaderCommit |-> commitIndex[i], the
 // commit index before the clamp, from which followers learn.
+//
+// membership: j is a member (voter or learner) of ConfigOf(log[i]).
 func (m *Machine[T, L, V]) AppendEntries(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
 	if i == j || s.State[i] != Leader {
+		return
+	}
+	if m.Membership && !m.isMember(s, i, j) {
 		return
 	}
 	log := s.Log[i]
@@ -204,8 +214,10 @@ func (m *Machine[T, L, V]) AppendEntries(s *StateOf[T, L, V], i, j ServerID, emi
 // durable: the promotion fence, PromotionFenceOpen(i): a TRUNCATED member,
 // or one whose durable log is shorter than what it learned as committed,
 // cannot become leader.
+//
+// membership: votesGranted[i] \in Quorum(ConfigOf(log[i])).
 func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
-	if s.State[i] != Candidate || !m.Quorum(s.VotesGranted[i]) {
+	if s.State[i] != Candidate || !m.quorumIn(s.Log[i], s.VotesGranted[i]) {
 		return
 	}
 	if m.durable() && !m.Has(BugNoPromotionFence) && !PromotionFenceOpen(s, i) {
@@ -272,11 +284,21 @@ func (m *Machine[T, L, V]) ClientRequest(s *StateOf[T, L, V], i ServerID, v uint
 // durable: the leader is in Agree(index) only when index <= durableLen[i]
 // (the fix of the seed's bug-661); learnedCommit[i] follows commitIndex[i]
 // upwards; and committed records every entry the new commit index covers.
+//
+// membership: Agree(index) \in Quorum(ConfigOf(log[i])): the voters of the
+// leader's latest configuration, committed or not (a leader that is not one
+// of them does not count itself); committed records the configuration.
 func (m *Machine[T, L, V]) AdvanceCommitIndex(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Leader {
 		return
 	}
 	log := s.Log[i]
+	var cfg MemberConfig
+	var cfgValue uint8
+	if m.Membership {
+		cfg = ConfigOf(m, log)
+		cfgValue = cfg.Value()
+	}
 	agreeMax := 0
 	for index := log.Len(); index >= 1; index-- {
 		var agree ServerSet
@@ -288,7 +310,7 @@ func (m *Machine[T, L, V]) AdvanceCommitIndex(s *StateOf[T, L, V], i ServerID, e
 				agree = agree.With(k)
 			}
 		}
-		if m.Quorum(agree) {
+		if (!m.Membership && m.Quorum(agree)) || (m.Membership && m.quorumOf(cfg, agree)) {
 			agreeMax = index
 			break
 		}
@@ -302,7 +324,7 @@ func (m *Machine[T, L, V]) AdvanceCommitIndex(s *StateOf[T, L, V], i ServerID, e
 	if m.durable() {
 		n.LearnedCommit[i] = max(s.LearnedCommit[i], newCommitIndex)
 		if m.history {
-			n.Committed = recordCommitted(s.Committed, log, int(newCommitIndex), s.CurrentTerm[i])
+			n.Committed = recordCommitted(s.Committed, log, int(newCommitIndex), s.CurrentTerm[i], cfgValue)
 		}
 	}
 	emit(n, LabelOf[T, L]{Action: ActAdvanceCommitIndex, I: i})
@@ -320,13 +342,13 @@ func (m *Machine[T, L, V]) commitTerm(s *StateOf[T, L, V], i ServerID, index int
 
 // recordCommitted is
 //
-//	committed \cup {[index |-> x, term |-> log[x].term, cterm |-> t] :
+//	committed \cup {[index |-> x, term |-> log[x].term, cterm |-> t (, config |-> c)] :
 //	                x \in {y \in 1..commit : ~\E c \in committed :
 //	                          c.index = y /\ c.term = log[y].term}}
 //
 // so each committed entry is recorded once, with the first term in which a
 // leader's commit index covered it.
-func recordCommitted[T Int, L Seq[T, L]](committed []CommittedOf[T], log L, commit int, term T) []CommittedOf[T] {
+func recordCommitted[T Int, L Seq[T, L]](committed []CommittedOf[T], log L, commit int, term T, cfg uint8) []CommittedOf[T] {
 	for x := 1; x <= commit; x++ {
 		t := log.Term(x)
 		known := false
@@ -337,7 +359,7 @@ func recordCommitted[T Int, L Seq[T, L]](committed []CommittedOf[T], log L, comm
 			}
 		}
 		if !known {
-			committed = insertSorted(committed, CommittedOf[T]{Index: T(x), Term: t, CommitTerm: term}, compareCommitted)
+			committed = insertSorted(committed, CommittedOf[T]{Index: T(x), Term: t, CommitTerm: term, Config: cfg}, compareCommitted)
 		}
 	}
 	return committed

@@ -299,6 +299,11 @@ func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) 
 			return l, nil, fmt.Errorf("ClientRequest needs a value in 1..%d", len(c.m.values))
 		}
 		l.Value = uint8(*e.Value)
+	case ActChangeConfig:
+		if e.Value == nil || *e.Value < ConfigValueBase || *e.Value > 255 || e.Peer == "" {
+			return l, nil, fmt.Errorf("ChangeConfig needs a peer and a configuration value in %d..255", ConfigValueBase)
+		}
+		l.Value = uint8(*e.Value)
 	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActCorruptLeaderCommit:
 		if e.Cut == nil {
 			return l, nil, fmt.Errorf("%s needs a cut point", e.Action)

@@ -112,10 +112,26 @@ const (
 	// term but loses the vote: votedFor comes back Nil.
 	BugRestartForgetsVote
 
+	// Membership change (membership.go, docs/membership.md): switches of
+	// either profile, with Config.Membership only.
+
+	// BugConfigBeforeOwnTermCommit: a leader appends a configuration
+	// change before it has committed an entry of its own term (the
+	// single-server change bug Ongaro reported in 2015).
+	BugConfigBeforeOwnTermCommit
+	// BugConfigWhileUncommitted: a leader appends a configuration change
+	// while its previous one is not committed yet.
+	BugConfigWhileUncommitted
+
 	bugEnd
 
 	classicBugs = BugVoteIgnoresLogIndex | BugCommitPriorTerm | BugAppendIgnoresLogOk |
 		BugVoteIgnoresVotedFor | BugQuorumHalf | BugRestartForgetsVote
+
+	membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
+
+	// protocolBugs are the switches profile raft takes.
+	protocolBugs = classicBugs | membershipBugs
 )
 
 var bugNames = map[Bug]string{
@@ -136,6 +152,8 @@ var bugNames = map[Bug]string{
 	BugRestartForgetsVote:          "restart-forgets-vote",
 	BugMarkAfterCut:                "mark-after-cut",
 	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
+	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
+	BugConfigWhileUncommitted:      "config-while-uncommitted",
 }
 
 func (b Bug) String() string {
@@ -163,6 +181,18 @@ func ClassicBugs() []string {
 	var names []string
 	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
 		if bit&classicBugs != 0 {
+			names = append(names, bugNames[bit])
+		}
+	}
+	return names
+}
+
+// MembershipBugs lists by name the switches of the membership rules
+// (membership.go).
+func MembershipBugs() []string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		if bit&membershipBugs != 0 {
 			names = append(names, bugNames[bit])
 		}
 	}
@@ -221,6 +251,13 @@ type Config struct {
 	// state and suffix truncations become durable at Persist, learnedCommit
 	// is not hard state.
 	Production bool
+
+	// Membership puts configurations in the log and adds ChangeConfig
+	// (membership.go, docs/membership.md). InitVoters: servers
+	// 1..InitVoters are the initial voters, the others not members (0:
+	// every server is a voter).
+	Membership bool
+	InitVoters int
 }
 
 // Validate checks that the constants are in range.
@@ -240,8 +277,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max-msgs=%d: want >= 0", c.MaxMsgs)
 	case c.Crashes < 0 || c.Crashes > 200 || c.Corruptions < 0 || c.Corruptions > 200:
 		return fmt.Errorf("crashes=%d corruptions=%d: want 0..200", c.Crashes, c.Corruptions)
-	case c.Profile == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs&^classicBugs != 0):
-		return fmt.Errorf("profile raft has no crash or corruption budgets, and of the bug switches only raft.tla's own (%v)", classicBugs)
+	case c.Profile == ProfileRaft && (c.Crashes != 0 || c.Corruptions != 0 || c.Bugs&^protocolBugs != 0):
+		return fmt.Errorf("profile raft has no crash or corruption budgets, and of the bug switches only raft.tla's own and membership's (%v)", protocolBugs)
 	case c.Profile == ProfileRaft && c.Production:
 		return fmt.Errorf("the production actions extend profile durable only")
 	case c.Bugs&BugMarkAfterCut != 0 && !c.Production:
@@ -251,7 +288,7 @@ func (c Config) Validate() error {
 	case c.BadCommits < 0 || c.BadCommits > 200 || (c.BadCommits > 0 && !c.Production):
 		return fmt.Errorf("bad-commits=%d: want 0..200, and the production actions", c.BadCommits)
 	}
-	return nil
+	return c.validateMembership()
 }
 
 func (c Config) String() string {
@@ -268,6 +305,9 @@ func (c Config) String() string {
 	}
 	if c.Production {
 		s += " production"
+	}
+	if c.Membership {
+		s += fmt.Sprintf(" membership init-voters=%d", c.InitConfig().Voters.Len())
 	}
 	return s
 }

@@ -112,6 +112,9 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 			e.u8(c.Index)
 			e.u8(c.Term)
 			e.u8(c.CommitTerm)
+			if m.Membership {
+				e.u8(c.Config)
+			}
 		}
 		e.u8(s.CrashesLeft)
 		e.u8(s.CorruptionsLeft)
@@ -250,6 +253,9 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 			s.Committed = make([]CommittedEntry, n)
 			for k := range s.Committed {
 				s.Committed[k] = CommittedEntry{Index: d.u8(), Term: d.u8(), CommitTerm: d.u8()}
+				if m.Membership {
+					s.Committed[k].Config = d.u8()
+				}
 			}
 		}
 		s.CrashesLeft = d.u8()

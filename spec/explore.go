@@ -131,6 +131,9 @@ func Explore(m *Model, opt Options) (*Result, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = 1
 	}
+	if opt.Symmetry && m.Membership && m.InitConfig().Voters.Len() != len(m.servers) {
+		return nil, fmt.Errorf("spec: -init-voters %d makes the servers asymmetric: no -symmetry", m.InitVoters)
+	}
 	if opt.Symmetry && opt.Without.NamesServers() {
 		return nil, fmt.Errorf("spec: a sub-model that names servers (%v) has no symmetry between them", opt.Without)
 	}

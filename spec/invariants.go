@@ -8,6 +8,7 @@ type Invariant struct {
 	Name       string
 	Durable    bool // only in profile durable
 	Production bool // only with the production actions
+	Membership bool // only with membership (membership.go)
 	Check      func(m *Model, s *State) string
 }
 
@@ -21,6 +22,7 @@ var Invariants = []Invariant{
 	{Name: "CommittedIsDurable", Durable: true, Check: CommittedIsDurable},
 	{Name: "NoAckedLoss", Durable: true, Check: NoAckedLoss},
 	{Name: "SnapshotCommitted", Durable: true, Production: true, Check: SnapshotCommitted},
+	{Name: "QuorumOverlap", Membership: true, Check: QuorumOverlap},
 }
 
 // InvariantsFor returns the invariants of the model's profile, or only the
@@ -28,7 +30,7 @@ var Invariants = []Invariant{
 func (m *Model) InvariantsFor(name string) ([]Invariant, error) {
 	var out []Invariant
 	for _, inv := range Invariants {
-		if (inv.Durable && !m.durable()) || (inv.Production && !m.Production) {
+		if (inv.Durable && !m.durable()) || (inv.Production && !m.Production) || (inv.Membership && !m.Membership) {
 			continue
 		}
 		if name == "" || inv.Name == name {
@@ -236,6 +238,8 @@ func hasEntry(log Log, index, t uint8) bool {
 //	    {s \in Server : /\ durableLen[s] >= c.index
 //	                    /\ log[s][c.index].term = c.term}
 //	      \cup {s \in Server : verdict[s] = Truncated} \in Quorum
+//
+// membership: a quorum of the configuration c was committed in, c.config.
 func CommittedIsDurable(m *Model, s *State) string {
 	for _, c := range s.Committed {
 		var holders ServerSet
@@ -244,7 +248,7 @@ func CommittedIsDurable(m *Model, s *State) string {
 				holders = holders.With(i)
 			}
 		}
-		if !m.Quorum(holders) {
+		if (!m.Membership && !m.Quorum(holders)) || (m.Membership && !m.quorumOf(DecodeConfig(c.Config), holders)) {
 			return fmt.Sprintf("committed entry (index %d, term %d) is durable only on %v", c.Index, c.Term, holders.Members())
 		}
 	}

@@ -43,6 +43,8 @@ const (
 	// An environment action (badcommit.go), taken only with
 	// Config.BadCommits > 0.
 	ActCorruptLeaderCommit
+	// Membership (membership.go), only with Config.Membership.
+	ActChangeConfig
 	actionEnd
 )
 
@@ -77,6 +79,7 @@ var actionNames = [...]string{
 	ActCrashFromSnapshot:              "CrashFromSnapshot",
 	ActCorruptFromSnapshot:            "CorruptFromSnapshot",
 	ActCorruptLeaderCommit:            "CorruptLeaderCommit",
+	ActChangeConfig:                   "ChangeConfig",
 }
 
 func (a Action) String() string {
@@ -150,7 +153,7 @@ func ParseBranch(s string) (Branch, bool) {
 type LabelOf[T Int, L Seq[T, L]] struct {
 	Action Action
 	I, J   ServerID
-	Value  uint8           // ClientRequest's v
+	Value  uint8           // ClientRequest's v; ChangeConfig's configuration value (J: the server changed)
 	Cut    T               // Crash and Corrupt: the length log[i] keeps; FlushTo: the new durableLen
 	Msg    MessageOf[T, L] // the message of a message action
 	Branch Branch          // HandleAppendEntriesRequest's disjunct
@@ -163,6 +166,8 @@ func (l LabelOf[T, L]) String() string {
 	switch {
 	case l.Action == ActClientRequest:
 		return fmt.Sprintf("%v(%v, v%d)", l.Action, l.I, l.Value)
+	case l.Action == ActChangeConfig:
+		return fmt.Sprintf("%v(%v, %v) to %v", l.Action, l.I, l.J, DecodeConfig(l.Value))
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot:

@@ -9,6 +9,7 @@ package spec
 //	           \/ \E i,j \in Server : RequestVote(i, j)
 //	           \/ \E i \in Server : BecomeLeader(i)
 //	           \/ \E i \in Server, v \in Value : ClientRequest(i, v)
+//	           \/ \E i \in Server : ChangeConfig(i)     \* membership only
 //	           \/ \E i \in Server : AdvanceCommitIndex(i)
 //	           \/ \E i,j \in Server : AppendEntries(i, j)
 //	           \/ \E m \in DOMAIN messages : Receive(m)
@@ -58,6 +59,9 @@ func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 		for _, v := range m.values {
 			m.ClientRequest(s, i, v, out)
 		}
+	}
+	for _, i := range m.servers {
+		m.ChangeConfig(s, i, out)
 	}
 	for _, i := range m.servers {
 		m.AdvanceCommitIndex(s, i, out)
@@ -152,6 +156,12 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		m.ClientRequest(s, i, l.Value, out)
 	case ActAdvanceCommitIndex:
 		m.AdvanceCommitIndex(s, i, out)
+	case ActChangeConfig:
+		m.ChangeConfig(s, i, func(n StateOf[T, L, V], got LabelOf[T, L]) {
+			if got.Value == l.Value {
+				out(n, got)
+			}
+		})
 	case ActAppendEntries:
 		m.AppendEntries(s, i, j, out)
 	case ActCorruptLeaderCommit:

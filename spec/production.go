@@ -94,7 +94,7 @@ func (a Action) productionReceives() bool {
 // any range of its own log is a message raft.tla's leader could send for
 // some value of nextIndex, except that it may hold more than one entry.
 func (m *Machine[T, L, V]) SendAppendEntries(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
-	if i == j || s.State[i] != Leader {
+	if i == j || s.State[i] != Leader || (m.Membership && !m.isMember(s, i, j)) {
 		return
 	}
 	log := s.Log[i]

@@ -156,14 +156,23 @@ func (w *swarm) key(l *Label) (a Action, i ServerID, weight int) {
 	return l.Action, l.I, w[l.Action][l.I]
 }
 
-// modelActions is how many actions the model has: weights are drawn only
-// for those, so that adding actions to one profile does not change the
-// walks of the others.
-func modelActions(m *Model) int {
+// modelActions lists the actions the model has: weights are drawn only
+// for those, in this order, so that adding actions to one profile does not
+// change the walks of the others (membership's ChangeConfig is drawn last,
+// and only with membership).
+func modelActions(m *Model) []Action {
+	n := ActCorrupt + 1
 	if m.Production {
-		return int(actionEnd)
+		n = ActCorruptFromSnapshot + 1
 	}
-	return int(ActCorrupt) + 1
+	var out []Action
+	for a := Action(0); a < n; a++ {
+		out = append(out, a)
+	}
+	if m.Membership {
+		out = append(out, ActChangeConfig)
+	}
+	return out
 }
 
 // swarmWeights draws, once per walk, a weight for each action: 1, 4 or 16
@@ -171,7 +180,7 @@ func modelActions(m *Model) int {
 // corners of the state space ("swarm testing"); no action is ever ruled out.
 func swarmWeights(rng *rand.Rand, m *Model) swarm {
 	var w swarm
-	for a := range modelActions(m) {
+	for _, a := range modelActions(m) {
 		w[a][0] = 1 << (2 * rng.IntN(3))
 	}
 	return w
@@ -181,7 +190,7 @@ func swarmWeights(rng *rand.Rand, m *Model) swarm {
 // or 64 with equal chance (SimOptions.SwarmServers).
 func serverSwarmWeights(rng *rand.Rand, m *Model) swarm {
 	var w swarm
-	for a := range modelActions(m) {
+	for _, a := range modelActions(m) {
 		for _, i := range m.servers {
 			w[a][i] = 1 << (2 * rng.IntN(4))
 		}

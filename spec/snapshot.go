@@ -34,8 +34,12 @@ package spec
 //	             msource       |-> i,
 //	             mdest         |-> j])
 //	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars>>
+//
+// membership: j is a member of ConfigOf(log[i]). The snapshot is a prefix
+// of the log, so it carries its configuration entries: a follower that
+// installs it uses ConfigOf(m.mentries) (docs/membership.md).
 func (m *Machine[T, L, V]) SendSnapshot(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
-	if i == j || s.State[i] != Leader {
+	if i == j || s.State[i] != Leader || (m.Membership && !m.isMember(s, i, j)) {
 		return
 	}
 	for k := 1; k <= int(s.CommitIndex[i]); k++ {

@@ -196,7 +196,10 @@ func compareCommitted[T Int](a, b *CommittedOf[T]) int {
 	if c := cmp.Compare(a.Term, b.Term); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.CommitTerm, b.CommitTerm)
+	if c := cmp.Compare(a.CommitTerm, b.CommitTerm); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Config, b.Config)
 }
 
 // withLogs is allLogs \cup {log[i] : i \in Server}.

@@ -42,6 +42,7 @@ import (
 type renaming struct {
 	srv [MaxServers + 1]ServerID
 	val []uint8
+	cfg bool // membership: configuration values name servers
 }
 
 // canonicalizer computes canonical encodings for one worker: its scratch
@@ -69,6 +70,7 @@ type canonicalizer struct {
 
 func newCanonicalizer(m *Model, symmetry, values, merge bool) *canonicalizer {
 	c := &canonicalizer{m: m, symmetry: symmetry, merge: merge}
+	c.cand.cfg = m.Membership
 	c.valPerms = [][]uint8{nil}
 	if symmetry && values && len(m.values) > 1 {
 		c.valPerms = nil
@@ -235,16 +237,28 @@ func heapPermutations(n int, f func(p []int)) {
 	gen(n)
 }
 
-// renameLog renames the values of a log.
-func renameLog(l Log, val []uint8) Log {
-	if val == nil || len(l) == 0 {
+// renameLog renames the values of a log and, with membership, the servers
+// its configuration entries name.
+func renameLog(l Log, r *renaming) Log {
+	if (r.val == nil && !r.cfg) || len(l) == 0 {
 		return l
 	}
 	b := []byte(l)
 	for k := 1; k < len(b); k += 2 {
-		b[k] = val[b[k]]
+		switch {
+		case r.cfg && IsConfigValue(b[k]):
+			b[k] = renameConfig(b[k], &r.srv)
+		case r.val != nil:
+			b[k] = r.val[b[k]]
+		}
 	}
 	return Log(b)
+}
+
+// renameConfig renames the servers of a configuration value.
+func renameConfig(v uint8, srv *[MaxServers + 1]ServerID) uint8 {
+	c := DecodeConfig(v)
+	return MemberConfig{Voters: renameSet(c.Voters, srv), Learners: renameSet(c.Learners, srv)}.Value()
 }
 
 func renameSet(s ServerSet, srv *[MaxServers + 1]ServerID) ServerSet {
@@ -264,15 +278,15 @@ func renameVoterLog(v VoterLog, r *renaming) VoterLog {
 	var out VoterLog
 	for _, j := range v.Dom().Members() {
 		l, _ := v.Get(j)
-		out = out.With(r.srv[j], renameLog(l, r.val))
+		out = out.With(r.srv[j], renameLog(l, r))
 	}
 	return out
 }
 
 func renameMessage(msg *Message, r *renaming) {
 	msg.Msource, msg.Mdest = r.srv[msg.Msource], r.srv[msg.Mdest]
-	msg.Mentries = renameLog(msg.Mentries, r.val)
-	msg.Mlog = renameLog(msg.Mlog, r.val)
+	msg.Mentries = renameLog(msg.Mentries, r)
+	msg.Mlog = renameLog(msg.Mlog, r)
 }
 
 // rename sets dst to s with the servers and values renamed by r. Every
@@ -285,7 +299,7 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		dst.CurrentTerm[j] = s.CurrentTerm[i]
 		dst.State[j] = s.State[i]
 		dst.VotedFor[j] = r.srv[s.VotedFor[i]]
-		dst.Log[j] = renameLog(s.Log[i], r.val)
+		dst.Log[j] = renameLog(s.Log[i], r)
 		dst.CommitIndex[j] = s.CommitIndex[i]
 		dst.VotesResponded[j] = renameSet(s.VotesResponded[i], &r.srv)
 		dst.VotesGranted[j] = renameSet(s.VotesGranted[i], &r.srv)
@@ -298,7 +312,7 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		dst.LearnedCommit[j] = s.LearnedCommit[i]
 		dst.Verdict[j] = s.Verdict[i]
 		dst.TruncatedAtTerm[j] = s.TruncatedAtTerm[i]
-		dst.StaleLog[j] = renameLog(s.StaleLog[i], r.val)
+		dst.StaleLog[j] = renameLog(s.StaleLog[i], r)
 		// The production profile's persistence window (window.go).
 		dst.Persisted[j] = PersistedOf[uint8]{CurrentTerm: s.Persisted[i].CurrentTerm, VotedFor: r.srv[s.Persisted[i].VotedFor],
 			TruncatedAtTerm: s.Persisted[i].TruncatedAtTerm}
@@ -322,21 +336,30 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 	dst.Messages = c.msgs
 	c.els = c.els[:0]
 	for _, e := range s.Elections {
-		c.els = append(c.els, Election{Eterm: e.Eterm, Eleader: r.srv[e.Eleader], Elog: renameLog(e.Elog, r.val),
+		c.els = append(c.els, Election{Eterm: e.Eterm, Eleader: r.srv[e.Eleader], Elog: renameLog(e.Elog, r),
 			Evotes: renameSet(e.Evotes, &r.srv), EvoterLog: renameVoterLog(e.EvoterLog, r)})
 	}
 	slices.SortFunc(c.els, func(a, b Election) int { return compareElection(&a, &b) })
 	dst.Elections = c.els
 	dst.AllLogs = s.AllLogs
-	if r.val != nil && len(s.AllLogs) > 0 {
+	if (r.val != nil || r.cfg) && len(s.AllLogs) > 0 {
 		c.all = c.all[:0]
 		for _, l := range s.AllLogs {
-			c.all = append(c.all, renameLog(l, r.val))
+			c.all = append(c.all, renameLog(l, r))
 		}
 		slices.Sort(c.all)
 		dst.AllLogs = c.all
 	}
 	dst.Committed = s.Committed
+	if r.cfg && len(s.Committed) > 0 {
+		com := make([]CommittedEntry, len(s.Committed))
+		for k, x := range s.Committed {
+			x.Config = renameConfig(x.Config, &r.srv)
+			com[k] = x
+		}
+		slices.SortFunc(com, func(a, b CommittedEntry) int { return compareCommitted(&a, &b) })
+		dst.Committed = com
+	}
 	dst.CrashesLeft = s.CrashesLeft
 	dst.CorruptionsLeft = s.CorruptionsLeft
 	dst.BadCommitsLeft = s.BadCommitsLeft

@@ -94,6 +94,8 @@ func TestSymmetryCountsOrbits(t *testing.T) {
 		smallDurable(0),
 		{Profile: ProfileDurable, Servers: 2, Values: 1, MaxTerm: 2, MaxLog: 1, MaxDup: 1, MaxMsgs: 1, Crashes: 1, Corruptions: 1, Production: true}, // (log 2: 369,876 states since the persistence window)
 		{Profile: ProfileDurable, Servers: 2, Values: 1, MaxTerm: 2, MaxLog: 2, MaxDup: 1, MaxMsgs: 1, Crashes: 1, Bugs: BugTruncationNotSynced},
+		// Membership: configuration entries name servers (renameConfig).
+		{Profile: ProfileDurable, Servers: 2, Values: 2, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 1, Membership: true},
 	} {
 		t.Run(cfg.String(), func(t *testing.T) {
 			m, err := NewModel(cfg)
@@ -232,7 +234,7 @@ func TestRenameCoversState(t *testing.T) {
 		reflect.TypeOf(Message{}): {"Mtype", "Mterm", "MlastLogTerm", "MlastLogIndex", "MprevLogIndex", "MprevLogTerm",
 			"Mentries", "Mlog", "McommitIndex", "MleaderCommit", "MvoteGranted", "Msuccess", "MmatchIndex", "Msource", "Mdest"},
 		reflect.TypeOf(Election{}):       {"Eterm", "Eleader", "Elog", "Evotes", "EvoterLog"},
-		reflect.TypeOf(CommittedEntry{}): {"Index", "Term", "CommitTerm"},
+		reflect.TypeOf(CommittedEntry{}): {"Index", "Term", "CommitTerm", "Config"}, // Config: renameConfig
 	}
 	for typ, want := range known {
 		var got []string

@@ -98,6 +98,9 @@ func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 		c.Production = m.Production
 		c.BadCommits = m.BadCommits
 	}
+	if m.Membership {
+		c.Membership, c.InitVoters = true, m.InitVoters
+	}
 	return c
 }
 
@@ -129,6 +132,10 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 	case l.Action == ActClientRequest:
 		v := int(l.Value)
 		e.Value = &v
+	case l.Action == ActChangeConfig:
+		v := int(l.Value)
+		e.Value = &v
+		e.Peer = serverName(l.J)
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActFlushTo ||
 		l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
 		c := int(l.Cut)

@@ -66,8 +66,12 @@ func newTraceMachine(c *trace.Config) (*traceMachine, error) {
 	if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
 		return nil, err
 	}
-	if p == ProfileRaft && cfg.Bugs&^classicBugs != 0 {
-		return nil, fmt.Errorf("profile raft: bugs=%v: only raft.tla's own rules (%v) can be switched off", cfg.Bugs, classicBugs)
+	if p == ProfileRaft && cfg.Bugs&^protocolBugs != 0 {
+		return nil, fmt.Errorf("profile raft: bugs=%v: only raft.tla's own rules and membership's (%v) can be switched off", cfg.Bugs, protocolBugs)
+	}
+	cfg.Membership, cfg.InitVoters = c.Membership, c.InitVoters
+	if err := cfg.validateMembership(); err != nil {
+		return nil, err
 	}
 	return &traceMachine{Machine: newMachine[uint64, RunLog, NoVoters](cfg, false)}, nil
 }

@@ -198,6 +198,11 @@ func (l Log) String() string {
 			b.WriteString(", ")
 		}
 		e := l.At(i)
+		if IsConfigValue(e.Value) {
+			// Only with membership can a log hold such a value.
+			fmt.Fprintf(&b, "[term |-> %d, value |-> %d (config %v)]", e.Term, e.Value, DecodeConfig(e.Value))
+			continue
+		}
 		fmt.Fprintf(&b, "[term |-> %d, value |-> v%d]", e.Term, e.Value)
 	}
 	b.WriteString(">>")
@@ -436,6 +441,9 @@ type CommittedOf[T Int] struct {
 	Index      T
 	Term       T
 	CommitTerm T
+	// Config is, with membership, the value of the configuration the
+	// leader counted its quorum in (MemberConfig.Value); 0 without.
+	Config uint8
 }
 
 // CommittedEntry is the explorer's committed record.

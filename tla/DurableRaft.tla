@@ -24,7 +24,9 @@ CONSTANTS
     Bugs,         \* a subset of BugNames: fixes switched off (durable only)
     Crashes,      \* durable: Crash steps a behaviour may take in all
     Corruptions,  \* durable: Corrupt steps a behaviour may take in all
-    Production    \* durable: TRUE adds the production core's actions
+    Production,   \* durable: TRUE adds the production core's actions
+    Membership,   \* TRUE: configurations in the log, ChangeConfig (docs/membership.md)
+    InitVoters    \* membership: servers s1..sN are the initial voters (0: all)
 
 \* Reserved values.  Strings, so that a trace's JSON maps onto them as is.
 Nil       == "Nil"
@@ -47,9 +49,15 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
               "truncation-not-synced", "mark-after-cut",
               "learned-commit-unclamped">>
 
+\* The membership switches (spec/config.go), of either profile.
+MembershipBugSeq   == <<"config-before-own-term-commit", "config-while-uncommitted">>
+MembershipBugNames == {MembershipBugSeq[k] : k \in DOMAIN MembershipBugSeq}
+
 ASSUME /\ Profile \in {"raft", "durable"}
-       /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames}
-       /\ Profile = "raft" => Bugs = {} /\ Crashes = 0 /\ Corruptions = 0
+       /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames} \cup MembershipBugNames
+       /\ Profile = "raft" => Bugs \subseteq MembershipBugNames /\ Crashes = 0 /\ Corruptions = 0
+       /\ Membership \in BOOLEAN
+       /\ ~Membership => Bugs \cap MembershipBugNames = {} /\ InitVoters = 0
        /\ Production \in BOOLEAN
        /\ Production => Profile = "durable"
        /\ "mark-after-cut" \in Bugs => Production
@@ -104,6 +112,64 @@ vars == <<messages, allLogs, serverVars, candidateVars, leaderVars, logVars,
 (* Helpers *)
 
 Quorum == {q \in SUBSET Server : Cardinality(q) * 2 > Cardinality(Server)}
+
+-----------------------------------------------------------------------------
+(* Membership (spec/membership.go, docs/membership.md).  A configuration  *)
+(* is a log entry whose value is ConfigValueBase plus its code, the sum   *)
+(* of d(k) * 3^(k-1) over the servers s1..s5 (d: 0 not a member, 1        *)
+(* learner, 2 voter), so that logs compare as they do without membership. *)
+(* A server uses the latest configuration of its log, committed or not.   *)
+(* Without Membership none of these operators is evaluated.               *)
+
+ServerName == <<"s1", "s2", "s3", "s4", "s5">>
+Idx(s) == CHOOSE k \in 1..5 : ServerName[k] = s
+ConfigValueBase == 13
+IsConfigValue(v) == v >= ConfigValueBase
+
+Digit(v, k) == ((v - ConfigValueBase) \div (3 ^ (k - 1))) % 3
+DecodeConfig(v) == [voters   |-> {s \in Server : Digit(v, Idx(s)) = 2},
+                    learners |-> {s \in Server : Digit(v, Idx(s)) = 1}]
+RECURSIVE CodeFrom(_, _)
+CodeFrom(k, c) ==
+    IF k > 5 THEN 0
+    ELSE (CASE ServerName[k] \in c.voters   -> 2
+            [] ServerName[k] \in c.learners -> 1
+            [] OTHER                        -> 0) * (3 ^ (k - 1)) + CodeFrom(k + 1, c)
+ConfigValue(c) == ConfigValueBase + CodeFrom(1, c)
+
+InitConfig ==
+    [voters   |-> IF ~Membership \/ InitVoters = 0 THEN Server
+                  ELSE {s \in Server : Idx(s) <= InitVoters},
+     learners |-> {}]
+
+ConfigIndexes(xlog) == {k \in 1..Len(xlog) : IsConfigValue(xlog[k].value)}
+LastConfigIndex(xlog) ==
+    IF ConfigIndexes(xlog) = {} THEN 0
+    ELSE CHOOSE k \in ConfigIndexes(xlog) : \A x \in ConfigIndexes(xlog) : x <= k
+ConfigOf(xlog) ==
+    IF Membership /\ LastConfigIndex(xlog) > 0
+    THEN DecodeConfig(xlog[LastConfigIndex(xlog)].value)
+    ELSE InitConfig
+
+\* Every configuration of the state: the initial one, each server's, and
+\* each committed entry's (Corrupt never makes the TRUNCATED a quorum of one).
+ConfigsPresent ==
+    {InitConfig} \cup {ConfigOf(log[j]) : j \in Server} \cup {c.config : c \in committed}
+
+IsQuorumOf(c, q) == Cardinality(q \cap c.voters) * 2 > Cardinality(c.voters)
+\* The quorum a server with log xlog counts.
+IsQuorumIn(xlog, q) == IF Membership THEN IsQuorumOf(ConfigOf(xlog), q) ELSE q \in Quorum
+Members(c) == c.voters \cup c.learners
+
+\* The single-server changes of c: a non-member becomes a learner, a
+\* learner a voter or nothing, a voter nothing (one voter remains).
+NextConfigs(c) ==
+    {[voters |-> c.voters \ {j}, learners |-> c.learners] :
+        j \in {x \in c.voters : Cardinality(c.voters) > 1}}
+    \cup {[voters |-> c.voters \cup {j}, learners |-> c.learners \ {j}] : j \in c.learners}
+    \cup {[voters |-> c.voters, learners |-> c.learners \ {j}] : j \in c.learners}
+    \cup {[voters |-> c.voters, learners |-> c.learners \cup {j}] :
+            j \in Server \ Members(c)}
 
 LastTerm(xlog) == IF Len(xlog) = 0 THEN 0 ELSE xlog[Len(xlog)].term
 
@@ -263,6 +329,7 @@ Restart(i) ==
 \* Server i's election timer fires: it stands for the next term.
 Timeout(i) ==
     /\ state[i] \in {Follower, Candidate}
+    /\ Membership => i \in ConfigOf(log[i]).voters    \* a learner does not stand
     /\ state'          = [state EXCEPT ![i] = Candidate]
     /\ currentTerm'    = [currentTerm EXCEPT ![i] = @ + 1]
     /\ votedFor'       = [votedFor EXCEPT ![i] = Nil]
@@ -305,6 +372,7 @@ RequestVote(i, j) ==
 AppendEntries(i, j) ==
     /\ i /= j
     /\ state[i] = Leader
+    /\ Membership => j \in Members(ConfigOf(log[i]))
     /\ LET prevLogIndex == nextIndex[i][j] - 1
            prevLogTerm  == IF prevLogIndex > 0 THEN log[i][prevLogIndex].term ELSE 0
            lastEntry    == Min({Len(log[i]), nextIndex[i][j]})
@@ -340,7 +408,7 @@ PromotionFenceOpen(i) ==
 \* Candidate i has a quorum of votes and becomes leader.
 BecomeLeader(i) ==
     /\ state[i] = Candidate
-    /\ votesGranted[i] \in Quorum
+    /\ IsQuorumIn(log[i], votesGranted[i])
     /\ IsDurable /\ ~Has("no-promotion-fence") => PromotionFenceOpen(i)
     /\ state'      = [state EXCEPT ![i] = Leader]
     /\ nextIndex'  = [nextIndex EXCEPT ![i] = [j \in Server |-> Len(log[i]) + 1]]
@@ -361,11 +429,34 @@ ClientRequest(i, v) ==
                    durableVars, persisted, held>>
     /\ OpenWindow(i)
 
+\* membership: leader i appends a configuration that changes one server,
+\* effective at once; only when its previous change is committed and it has
+\* committed an entry of its own term (the fix of the 2015 single-server
+\* bug).  Its commit index covers an entry of its term exactly when the
+\* entry at commitIndex[i] is one (terms never decrease along a log).
+ChangeConfig(i) ==
+    /\ Membership
+    /\ state[i] = Leader
+    /\ ~Has("config-while-uncommitted") => LastConfigIndex(log[i]) <= commitIndex[i]
+    /\ ~Has("config-before-own-term-commit") =>
+           /\ 0 < commitIndex[i] /\ commitIndex[i] <= Len(log[i])
+           /\ log[i][commitIndex[i]].term = currentTerm[i]
+    /\ \E c \in NextConfigs(ConfigOf(log[i])) :
+           log' = [log EXCEPT ![i] = Append(@, [term  |-> currentTerm[i],
+                                               value |-> ConfigValue(c)])]
+    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, commitIndex,
+                   durableVars, persisted, held>>
+    /\ OpenWindow(i)
+
 \* committed grows by the entries 1..commit of xlog not recorded yet, each
 \* with the term t in which a leader's commit index first covered it.
-RecordCommitted(xlog, commit, t) ==
+\* membership: also the configuration the leader counted its quorum in.
+CommittedRecord(x, t, cterm, c) ==
+    IF Membership THEN [index |-> x, term |-> t, cterm |-> cterm, config |-> c]
+                  ELSE [index |-> x, term |-> t, cterm |-> cterm]
+RecordCommitted(xlog, commit, t, cf) ==
     committed \cup
-        {[index |-> x, term |-> xlog[x].term, cterm |-> t] :
+        {CommittedRecord(x, xlog[x].term, t, cf) :
             x \in {y \in 1..commit :
                       ~\E c \in committed : c.index = y /\ c.term = xlog[y].term}}
 
@@ -379,7 +470,7 @@ AdvanceCommitIndex(i) ==
                ~IsDurable \/ Has("self-counts-appended") \/ durableLen[i] >= index
            Agree(index) == (IF selfCounts(index) THEN {i} ELSE {})
                                \cup {k \in Server : matchIndex[i][k] >= index}
-           agreeIndexes == {index \in 1..Len(log[i]) : Agree(index) \in Quorum}
+           agreeIndexes == {index \in 1..Len(log[i]) : IsQuorumIn(log[i], Agree(index))}
            newCommitIndex ==
                IF /\ agreeIndexes /= {}
                   /\ log[i][Max(agreeIndexes)].term = currentTerm[i]
@@ -389,7 +480,8 @@ AdvanceCommitIndex(i) ==
           /\ IF IsDurable
              THEN /\ learnedCommit' = [learnedCommit EXCEPT ![i] =
                                            Max({@, newCommitIndex})]
-                  /\ committed' = RecordCommitted(log[i], newCommitIndex, currentTerm[i])
+                  /\ committed' = RecordCommitted(log[i], newCommitIndex, currentTerm[i],
+                                                   ConfigOf(log[i]))
              ELSE UNCHANGED <<learnedCommit, committed>>
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, log,
                    durableLen, verdict, truncatedAtTerm, crashesLeft, corruptionsLeft,
@@ -736,6 +828,9 @@ CorruptToCommit(i, d, k, c, cc) ==
        /\ corruptionsLeft > 0
        /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
               <= Cardinality(Server)
+       /\ Membership =>
+              \A cf \in ConfigsPresent :
+                  ~IsQuorumOf(cf, {s \in Server : verdict[s] = Truncated} \cup {i})
        /\ k \in (IF cc = 0 THEN 0..(d.durable - 1) ELSE 1..d.durable)
        /\ RestartedTo(i, d, k, c, cc)
        /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
@@ -783,6 +878,7 @@ SendAppendEntries(i, j, prev, n) ==
     /\ IsProduction
     /\ i /= j
     /\ state[i] = Leader
+    /\ Membership => j \in Members(ConfigOf(log[i]))
     /\ prev \in 0..Len(log[i])
     /\ n \in 0..(Len(log[i]) - prev)
     /\ Send(AppendEntriesRange(i, j, prev, n))
@@ -941,6 +1037,7 @@ SendSnapshot(i, j, k) ==
     /\ IsProduction
     /\ i /= j
     /\ state[i] = Leader
+    /\ Membership => j \in Members(ConfigOf(log[i]))
     /\ k \in 1..commitIndex[i]
     /\ Send(SnapshotMessage(i, j, k))
     /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
@@ -1037,6 +1134,7 @@ Next ==
        \/ \E i, j \in Server : RequestVote(i, j)
        \/ \E i \in Server : BecomeLeader(i)
        \/ \E i \in Server, v \in Value : ClientRequest(i, v)
+       \/ \E i \in Server : ChangeConfig(i)
        \/ \E i \in Server : AdvanceCommitIndex(i)
        \/ \E i, j \in Server : AppendEntries(i, j)
        \/ \E i \in Server : FlushTo(i)
@@ -1121,10 +1219,12 @@ HasEntry(xlog, index, t) ==
 
 \* durable: every committed entry is in the durable log of a quorum, where
 \* TRUNCATED members (not yet repaired) count as holders.
+\* membership: a quorum of the configuration it was committed in.
 CommittedIsDurable ==
     \A c \in committed :
-        ({s \in Server : HoldsDurably(s, c.index, c.term)}
-            \cup {s \in Server : verdict[s] = Truncated}) \in Quorum
+        LET holders == {s \in Server : HoldsDurably(s, c.index, c.term)}
+                           \cup {s \in Server : verdict[s] = Truncated}
+        IN IF Membership THEN IsQuorumOf(c.config, holders) ELSE holders \in Quorum
 
 \* durable: a committed entry stays in some durable log, and every leader
 \* of a later term has it.
@@ -1143,5 +1243,16 @@ SnapshotCommitted ==
         m.mtype = InstallSnapshotRequest =>
             \A k \in 1..Len(m.mentries) :
                 \E c \in committed : c.index = k /\ c.term = m.mentries[k].term
+
+\* membership: no two disjoint quorums decide.  Every leader was elected by
+\* a quorum of its configuration's voters of which some voter held, when it
+\* voted, every entry committed before the leader's term.
+QuorumOverlap ==
+    \A i \in Server, e \in elections :
+        (/\ e.eterm > currentTerm[i]
+         /\ 0 < commitIndex[i] /\ commitIndex[i] <= Len(log[i])
+         /\ DOMAIN e.evoterLog /= {}) =>
+            \E v \in DOMAIN e.evoterLog \cap ConfigOf(e.elog).voters :
+                IsPrefix(SubSeq(log[i], 1, commitIndex[i]), e.evoterLog[v])
 
 =============================================================================

@@ -9,6 +9,7 @@
 EXTENDS DurableRaft
 
 CONSTANTS MaxTerm, MaxLog, MaxDup, MaxMsgs
+CONSTANT Without   \* SubSpec: steps never taken, as raftspec -without (below)
 
 \* The messages held by persistence windows count as messages.
 RECURSIVE HeldCount(_)
@@ -22,5 +23,34 @@ Bound ==
     /\ \A m \in DOMAIN messages : messages[m] <= MaxDup
     /\ \A i \in Server : \A m \in DOMAIN held[i] : held[i][m] <= MaxDup
     /\ Cardinality(DOMAIN messages) + HeldCount(Server) <= MaxMsgs
+
+-----------------------------------------------------------------------------
+(* The sub-model of raftspec explore -without LIST: Next without the steps *)
+(* Without names, "Action" for every server or "Action@k" for server sk's  *)
+(* (the step's i; a message action's is m.mdest).  Every behaviour of      *)
+(* SubSpec is one of Spec.  Only the actions below can be named; Receive's *)
+(* handlers cannot.  Spec itself ignores Without.                          *)
+
+Allowed(a, i) == a \notin Without /\ (a \o "@" \o ToString(Idx(i))) \notin Without
+
+SubNext ==
+    /\ \/ \E i \in Server : Allowed("Restart", i) /\ Restart(i)
+       \/ \E i \in Server : Allowed("Crash", i) /\ Crash(i)
+       \/ \E i \in Server : Allowed("Corrupt", i) /\ Corrupt(i)
+       \/ \E i \in Server : Allowed("Flush", i) /\ Flush(i)
+       \/ \E i \in Server : Allowed("Timeout", i) /\ Timeout(i)
+       \/ \E i, j \in Server : Allowed("RequestVote", i) /\ RequestVote(i, j)
+       \/ \E i \in Server : Allowed("BecomeLeader", i) /\ BecomeLeader(i)
+       \/ \E i \in Server, v \in Value : Allowed("ClientRequest", i) /\ ClientRequest(i, v)
+       \/ \E i \in Server : Allowed("ChangeConfig", i) /\ ChangeConfig(i)
+       \/ \E i \in Server : Allowed("AdvanceCommitIndex", i) /\ AdvanceCommitIndex(i)
+       \/ \E i, j \in Server : Allowed("AppendEntries", i) /\ AppendEntries(i, j)
+       \/ \E m \in DOMAIN messages : Receive(m)
+       \/ \E m \in DOMAIN messages : Allowed("DuplicateMessage", m.mdest) /\ DuplicateMessage(m)
+       \/ \E m \in DOMAIN messages : Allowed("DropMessage", m.mdest) /\ DropMessage(m)
+    /\ ~IsProduction    \* the production actions have no sub-model here
+    /\ RecordLogs
+
+SubSpec == Init /\ [][SubNext]_vars
 
 =============================================================================

@@ -113,8 +113,11 @@ TraceProduction  == Field(TraceConfig, "production", FALSE)
 \* (as Go's Bug.String writes them); an unknown name fails the CHOOSE.
 TraceBugs ==
     LET written == Field(TraceConfig, "bugs", "")
-    IN CHOOSE b \in SUBSET {BugNames[k] : k \in DOMAIN BugNames} :
-           JoinNames(SelectSeq(BugNames, LAMBDA n : n \in b)) = written
+        names   == BugNames \o MembershipBugSeq
+    IN CHOOSE b \in SUBSET {names[k] : k \in DOMAIN names} :
+           JoinNames(SelectSeq(names, LAMBDA n : n \in b)) = written
+TraceMembership  == Field(TraceConfig, "membership", FALSE)
+TraceInitVoters  == Field(TraceConfig, "initVoters", 0)
 
 -----------------------------------------------------------------------------
 
@@ -221,6 +224,7 @@ LoggedStep(i) ==
          [] a = "RequestVote"        -> Event.peer \in Server /\ RequestVote(i, Event.peer)
          [] a = "BecomeLeader"       -> BecomeLeader(i)
          [] a = "ClientRequest"      -> Event.value \in Value /\ ClientRequest(i, Event.value)
+         [] a = "ChangeConfig"       -> ChangeConfig(i) /\ log'[i][Len(log'[i])].value = Event.value
          [] a = "AdvanceCommitIndex" -> AdvanceCommitIndex(i)
          [] a = "AppendEntries"      -> Event.peer \in Server /\ AppendEntries(i, Event.peer)
          [] a = "Flush"              -> Flush(i)

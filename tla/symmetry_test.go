@@ -51,6 +51,9 @@ CONSTANTS
     Crashes     = 0
     Corruptions = 0
     Production  = FALSE
+    Membership  = FALSE
+    InitVoters  = 0
+    Without     = {}
     MaxTerm     = %d
     MaxLog      = %d
     MaxDup      = %d

@@ -40,6 +40,10 @@ var Actions = []string{
 	// has badCommits: a request's leader commit raised in the bag (msg is
 	// the request before, cut the new leader commit).
 	"CorruptLeaderCommit",
+	// Membership (spec/membership.go), in traces whose Config has
+	// "membership": true: a leader appends a configuration entry (value:
+	// the entry's value, peer: the server it changes).
+	"ChangeConfig",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -60,7 +64,7 @@ type Event struct {
 	// the message SendAppendEntries sends.
 	Msg    *Message `json:"msg,omitempty"`
 	Branch string   `json:"branch,omitempty"`
-	// Value is ClientRequest's v.
+	// Value is ClientRequest's v, or ChangeConfig's entry value.
 	Value *int `json:"value,omitempty"`
 	// Cut is the length of log[node] that Crash or Corrupt keeps, or
 	// FlushTo's new durableLen.
@@ -96,6 +100,12 @@ type Config struct {
 	// BadCommits: the budget of spec CorruptLeaderCommit (an environment
 	// action raising a request's leader commit). Absent means 0.
 	BadCommits int `json:"badCommits,omitempty"`
+	// Membership: configurations are log entries and ChangeConfig a step
+	// (spec/membership.go; docs/membership.md). InitVoters: servers
+	// 1..InitVoters are the initial voters (absent or 0: all). Absent
+	// means false.
+	Membership bool `json:"membership,omitempty"`
+	InitVoters int  `json:"initVoters,omitempty"`
 	// Source says who wrote the trace: "spec", "impl", ...
 	Source string `json:"source,omitempty"`
 }

@@ -87,7 +87,8 @@ type modelFlags struct {
 	servers, values                  int
 	maxTerm, maxLog, maxDup, maxMsgs int
 	crashes, corruptions, badCommits int
-	production                       bool
+	production, membership           bool
+	initVoters                       int
 }
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
@@ -102,6 +103,8 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.corruptions, "corruptions", 0, "durable: Corrupt steps a behaviour may take")
 	fs.IntVar(&f.badCommits, "bad-commits", 0, "production: CorruptLeaderCommit steps a behaviour may take (a peer's bad leader commit)")
 	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
+	fs.BoolVar(&f.membership, "membership", false, "configurations in the log and single-server changes (docs/membership.md)")
+	fs.IntVar(&f.initVoters, "init-voters", 0, "membership: servers 1..N are the initial voters, the others not members (0: all)")
 	fs.StringVar(&f.bugs, "bug", "", "comma-separated fixes (durable) or raft.tla rules (either profile) to switch off: "+strings.Join(spec.AllBugs(), ", "))
 }
 
@@ -116,7 +119,8 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	}
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
-		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, Bugs: bugs, Production: f.production})
+		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, Bugs: bugs, Production: f.production,
+		Membership: f.membership, InitVoters: f.initVoters})
 }
 
 func explore(args []string, stdout, stderr io.Writer) error {

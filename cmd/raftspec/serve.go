@@ -48,6 +48,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) error {
 		c := events[0].Config
 		mf.profile, mf.servers, mf.values, mf.bugs = c.Profile, c.Servers, c.Values, c.Bugs
 		mf.crashes, mf.corruptions, mf.production = c.Crashes, c.Corruptions, c.Production
+		mf.membership, mf.initVoters = c.Membership, c.InitVoters
 	}
 	m, err := mf.model()
 	if err != nil {
