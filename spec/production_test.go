@@ -171,7 +171,8 @@ func TestProductionActions(t *testing.T) {
 			s.Verdict[2], s.TruncatedAtTerm[2] = Truncated, 1
 		}, act: func(m *Model, s *State, e Emit) { m.HandleAppendEntriesBatch(s, 2, 1, s.Messages[0].M, e) },
 			want: []func(*State){func(n *State) {
-				n.CommitIndex[2], n.LearnedCommit[2] = 1, 3
+				// learnedCommit takes what the request proves: min(3, 1+0).
+				n.CommitIndex[2], n.LearnedCommit[2] = 1, 1
 				n.Messages = []BagEntry{{M: success(1), N: 1}}
 			}}},
 		{name: "HandleAppendEntriesBatch rejects a missing prefix", pre: func(s *State) {
