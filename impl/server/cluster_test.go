@@ -36,6 +36,11 @@ type testCluster struct {
 	mu      sync.Mutex
 	nodes   map[raft.NodeID]*Node
 	edit    func(*Config)
+	// held: the listeners that picked the nodes' ports, kept open until
+	// each node's first start takes its own (closing them first let
+	// another process's connection take the port: "address already in
+	// use" in a -race run of make test).
+	held map[string]net.Listener
 }
 
 func listenAt(t *testing.T, addr string) net.Listener {
@@ -52,18 +57,37 @@ func listenAt(t *testing.T, addr string) net.Listener {
 	return nil
 }
 
+// listen hands over the listener held for addr at a node's first start,
+// else listens again (a restart).
+func (tc *testCluster) listen(addr string) net.Listener {
+	tc.mu.Lock()
+	l, ok := tc.held[addr]
+	delete(tc.held, addr)
+	tc.mu.Unlock()
+	if ok {
+		return l
+	}
+	return listenAt(tc.t, addr)
+}
+
 func newTestCluster(t *testing.T, size int, edit func(*Config)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, dirs: map[raft.NodeID]string{}, peers: map[raft.NodeID]string{}, clients: map[raft.NodeID]string{},
-		nodes: map[raft.NodeID]*Node{}, edit: edit}
+		nodes: map[raft.NodeID]*Node{}, edit: edit, held: map[string]net.Listener{}}
 	root := t.TempDir()
 	for id := raft.NodeID(1); id <= raft.NodeID(size); id++ {
 		tc.dirs[id] = filepath.Join(root, fmt.Sprint(id))
 		p, c := listenAt(t, "127.0.0.1:0"), listenAt(t, "127.0.0.1:0")
 		tc.peers[id], tc.clients[id] = p.Addr().String(), c.Addr().String()
-		p.Close()
-		c.Close()
+		tc.held[tc.peers[id]], tc.held[tc.clients[id]] = p, c
 	}
+	t.Cleanup(func() {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, l := range tc.held {
+			l.Close()
+		}
+	})
 	for id := range tc.dirs {
 		tc.start(id)
 	}
@@ -81,7 +105,7 @@ func (tc *testCluster) start(id raft.NodeID) *Node {
 	tc.t.Helper()
 	cfg := Config{ID: id, DataDir: tc.dirs[id], ClientAddr: tc.clients[id], PeerAddr: tc.peers[id], InitialPeers: tc.peers,
 		Logger: testLogger(), TickInterval: testTick,
-		Listen: func(addr string) (net.Listener, error) { return listenAt(tc.t, addr), nil }}
+		Listen: func(addr string) (net.Listener, error) { return tc.listen(addr), nil }}
 	if tc.edit != nil {
 		tc.edit(&cfg)
 	}
