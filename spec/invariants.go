@@ -237,14 +237,19 @@ func hasEntry(log Log, index, t uint8) bool {
 //	CommittedIsDurable == \A c \in committed :
 //	    {s \in Server : /\ durableLen[s] >= c.index
 //	                    /\ log[s][c.index].term = c.term}
-//	      \cup {s \in Server : verdict[s] = Truncated} \in Quorum
+//	      \cup {s \in Server : verdict[s] = Truncated}
+//	      \cup {s \in damaged : verdict[s] = Ambiguous} \in Quorum
+//
+// power losses: a member whose last synced batch was damaged counts as a
+// holder while it is AMBIGUOUS (fenced as power.go's rule has it), not
+// once it booted CLEAN (-bug ambiguous-tail-clean).
 //
 // membership: a quorum of the configuration c was committed in, c.config.
 func CommittedIsDurable(m *Model, s *State) string {
 	for _, c := range s.Committed {
 		var holders ServerSet
 		for _, i := range m.servers {
-			if holdsDurably(s, i, c.Index, c.Term) || s.Verdict[i] == Truncated {
+			if holdsDurably(s, i, c.Index, c.Term) || s.Verdict[i] == Truncated || (s.Verdict[i] == Ambiguous && s.Damaged.Has(i)) {
 				holders = holders.With(i)
 			}
 		}
