@@ -44,6 +44,11 @@ var Actions = []string{
 	// "membership": true: a leader appends a configuration entry (value:
 	// the entry's value, peer: the server it changes).
 	"ChangeConfig",
+	// Power losses (spec/power.go), in traces whose Config has
+	// powerLosses: a reboot whose recovery found the last batch damaged
+	// with nothing vouching for it (verdict AMBIGUOUS; cut: the length of
+	// the log kept).
+	"PowerLoss",
 }
 
 // Branches of HandleAppendEntriesRequest.
