@@ -428,6 +428,9 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		if !m.Has(BugTruncatedMemberVotes) && s.Verdict[i] == Truncated {
 			grant = false
 		}
+		if m.Has(BugAmbiguousWithholdsVote) && s.Verdict[i] == Ambiguous {
+			grant = false
+		}
 	}
 	n := *s
 	if grant {

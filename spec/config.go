@@ -91,6 +91,12 @@ const (
 	// tail and boots CLEAN (impl/wal's TORN_TAIL before issue 10 item 2),
 	// although the batch may have been synced and acknowledged.
 	BugAmbiguousTailClean
+	// BugAmbiguousWithholdsVote (power losses only): an AMBIGUOUS member
+	// grants no vote, as a TRUNCATED one does, instead of a grant that
+	// counts towards a unanimous election: after a whole-cluster power
+	// loss that leaves a quorum AMBIGUOUS nobody can be elected (the
+	// liveness check's counterexample).
+	BugAmbiguousWithholdsVote
 
 	// The classic bugs: one rule of raft.tla itself removed (issue 20).
 	// Each is a switch of either profile.
@@ -158,6 +164,7 @@ var bugNames = map[Bug]string{
 	BugMarkAfterCut:                "mark-after-cut",
 	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
 	BugAmbiguousTailClean:          "ambiguous-tail-clean",
+	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
 }
@@ -302,8 +309,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bad-commits=%d: want 0..200, and the production actions", c.BadCommits)
 	case c.PowerLosses < 0 || c.PowerLosses > 200 || (c.PowerLosses > 0 && (c.Profile != ProfileDurable || c.Production || c.Membership)):
 		return fmt.Errorf("power-losses=%d: want 0..200, profile durable, without the production actions and membership", c.PowerLosses)
-	case c.Bugs&BugAmbiguousTailClean != 0 && c.PowerLosses == 0:
-		return fmt.Errorf("-bug ambiguous-tail-clean needs power losses (-power-losses)")
+	case c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote) != 0 && c.PowerLosses == 0:
+		return fmt.Errorf("-bug %v needs power losses (-power-losses)", c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote))
 	}
 	return c.validateMembership()
 }

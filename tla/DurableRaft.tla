@@ -49,7 +49,8 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
               "no-voter-learned-floor", "no-promotion-fence",
               "truncated-member-votes", "release-at-leader-commit",
               "truncation-not-synced", "mark-after-cut",
-              "learned-commit-unclamped", "ambiguous-tail-clean">>
+              "learned-commit-unclamped", "ambiguous-tail-clean",
+              "ambiguous-withholds-vote">>
 
 \* The membership switches (spec/config.go), of either profile.
 MembershipBugSeq   == <<"config-before-own-term-commit", "config-while-uncommitted">>
@@ -67,6 +68,7 @@ ASSUME /\ Profile \in {"raft", "durable"}
        /\ PowerLosses \in Nat
        /\ PowerLosses > 0 => Profile = "durable" /\ ~Production /\ ~Membership
        /\ "ambiguous-tail-clean" \in Bugs => PowerLosses > 0
+       /\ "ambiguous-withholds-vote" \in Bugs => PowerLosses > 0
        /\ Nil \notin Server
 
 IsDurable    == Profile = "durable"
@@ -537,8 +539,9 @@ HandleRequestVoteRequest(i, j, m) ==
                     /\ m.mlastLogIndex >= Len(mine)
         floorOk   == IsDurable /\ ~Has("no-voter-learned-floor")
                         => m.mlastLogIndex >= learnedCommit[i]
-        verdictOk == IsDurable /\ ~Has("truncated-member-votes")
-                        => verdict[i] /= Truncated
+        verdictOk == /\ IsDurable /\ ~Has("truncated-member-votes")
+                            => verdict[i] /= Truncated
+                     /\ Has("ambiguous-withholds-vote") => verdict[i] /= Ambiguous
         grant == /\ m.mterm = currentTerm[i]
                  /\ logOk
                  /\ votedFor[i] \in {Nil, j}
