@@ -254,7 +254,7 @@ func (r *replayer) message(t *trace.Message) (spec.Message, error) {
 		entries = append(entries, spec.Entry{Term: term, Value: value})
 	}
 	m.Mentries = spec.LogOf(entries...)
-	m.MvoteGranted, m.Msuccess = t.MvoteGranted, t.Msuccess
+	m.MvoteGranted, m.Msuccess, m.Mambiguous = t.MvoteGranted, t.Msuccess, t.Mambiguous
 	if m.Msource, err = r.server(t.Msource); err != nil {
 		return m, err
 	}
