@@ -141,6 +141,8 @@ const (
 
 	membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
 
+	powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
+
 	// protocolBugs are the switches profile raft takes.
 	protocolBugs = classicBugs | membershipBugs
 )
@@ -206,6 +208,18 @@ func MembershipBugs() []string {
 	var names []string
 	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
 		if bit&membershipBugs != 0 {
+			names = append(names, bugNames[bit])
+		}
+	}
+	return names
+}
+
+// PowerLossBugs lists by name the switches of the power-loss rule
+// (power.go), which the core does not implement yet (issue 10 item 2).
+func PowerLossBugs() []string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		if bit&powerLossBugs != 0 {
 			names = append(names, bugNames[bit])
 		}
 	}

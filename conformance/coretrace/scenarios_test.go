@@ -107,7 +107,8 @@ func TestSeedBugsFailScenarios(t *testing.T) {
 // counterpart in the core, and the core's reporting switches (raft.ReportingBugs)
 // none in spec. The membership switches (spec.MembershipBugs) have none in the core
 // until issue 18's core part builds membership there; it must then add them and drop
-// their exclusion below.
+// their exclusion below. Nor have the power-loss switches (spec.PowerLossBugs) until
+// issue 10 item 2's core part (the AMBIGUOUS verdict) is built.
 func TestBugSwitchesAreSpecs(t *testing.T) {
 	var names []string
 	for _, bug := range raft.AllBugs() {
@@ -116,7 +117,8 @@ func TestBugSwitchesAreSpecs(t *testing.T) {
 		}
 	}
 	fixes := slices.DeleteFunc(spec.AllBugs(), func(n string) bool {
-		return slices.Contains(spec.ClassicBugs(), n) || slices.Contains(spec.MembershipBugs(), n)
+		return slices.Contains(spec.ClassicBugs(), n) || slices.Contains(spec.MembershipBugs(), n) ||
+			slices.Contains(spec.PowerLossBugs(), n)
 	})
 	if diff := cmp.Diff(fixes, names); diff != "" {
 		t.Fatalf("impl/raft bug switches differ from spec's (-spec +impl):\n%s", diff)
