@@ -7,7 +7,7 @@ import "fmt"
 // an invalid message is refused with ErrInvalidMessage and changes nothing.
 // A node whose WAL failed refuses every message with ErrWALFailed.
 func (n *Node) Step(m Message) error {
-	if err := Validate(&m, n.id, n.voters); err != nil {
+	if err := Validate(&m, n.id, nil); err != nil {
 		return err
 	}
 	if m.Type == MsgSnap {
@@ -58,6 +58,7 @@ func (n *Node) Step(m Message) error {
 	default:
 		panic(fmt.Sprintf("raft: Step: validated message of type %v", m.Type))
 	}
+	n.maybeStepDownRemoved()
 	return nil
 }
 

@@ -146,14 +146,14 @@ func (t *Tracker) Check() error {
 		}
 		return nil
 	}
-	members := t.Config.Members()
-	if !slices.Equal(members, t.Order) || len(t.Progress) != len(members) {
-		return fmt.Errorf("tracker: progress of %v for members %v", t.Order, members)
+	// Allocation-free (it runs after every input of the core).
+	if len(t.Order) != len(t.Config.Voters)+len(t.Config.Learners) || len(t.Progress) != len(t.Order) {
+		return fmt.Errorf("tracker: progress of %v for %v", t.Order, t.Config)
 	}
-	for _, id := range members {
+	for k, id := range t.Order {
 		pr := t.Progress[id]
-		if pr == nil || pr.ID != id || pr.Learner != t.Config.IsLearner(id) {
-			return fmt.Errorf("tracker: progress of %d: %+v", id, pr)
+		if (k > 0 && id <= t.Order[k-1]) || !t.Config.IsMember(id) || pr == nil || pr.ID != id || pr.Learner != t.Config.IsLearner(id) {
+			return fmt.Errorf("tracker: progress of %d: %+v in %v", id, pr, t.Config)
 		}
 	}
 	return nil
