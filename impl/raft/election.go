@@ -279,4 +279,3 @@ func (n *Node) updateTerm(m *Message, lead NodeID) {
 	}
 	n.dropPendingAcks()
 }
-

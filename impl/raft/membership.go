@@ -251,10 +251,13 @@ func (n *Node) MembershipAt(index uint64) (Membership, error) {
 	return membershipOf(n.confs.at(index).Clone()), nil
 }
 
+// ConfChangeKind is a kind of single-server change.
+type ConfChangeKind = tracker.ChangeKind
+
 // ConfChange is a single-server membership change: add a new id as a
 // learner, promote a learner to voter, or remove a member.
 type ConfChange struct {
-	Kind tracker.ChangeKind
+	Kind ConfChangeKind
 	ID   NodeID
 }
 

@@ -23,8 +23,8 @@ import (
 //   - hardStateLost implies role = Follower and no tracer (the node is
 //     outside the spec), for the node's whole life.
 type Node struct {
-	cfg    Config
-	id     NodeID
+	cfg Config
+	id  NodeID
 	// trk: the configuration in force, the leader's progress of every
 	// member, the votes of an election; confs: the configurations of the
 	// log (membership.go).
@@ -49,7 +49,7 @@ type Node struct {
 	leaderSilentTicks  int // ticks since a leader of the current term was heard
 
 	// Leader.
-	bcastPending     bool       // proposals to send in the next Ready
+	bcastPending     bool // proposals to send in the next Ready
 	uncommittedBytes uint64
 	readRound        uint64
 	pendingReads     []pendingRead // waiting for a quorum to echo their round

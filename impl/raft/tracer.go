@@ -77,7 +77,7 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 		return nil, err
 	}
 	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
-		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: (p.Bugs &^ ReportingBugs).String(), Production: true, Source: "impl"}
+		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: p.declaredBugs().String(), Production: true, Source: "impl"}
 	c.Membership, c.InitVoters = p.Membership, p.InitVoters
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
@@ -88,10 +88,24 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 	return c, nil
 }
 
+// membershipBugs are the switches of the membership rules: without
+// Membership no step is theirs, and the trace does not declare them (spec
+// takes them with membership only).
+const membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
+
+// declaredBugs are the switches a trace's config names.
+func (p *TraceParams) declaredBugs() Bug {
+	b := p.Bugs &^ ReportingBugs
+	if !p.Membership {
+		b &^= membershipBugs
+	}
+	return b
+}
+
 func (p *TraceParams) checkMembership() error {
 	if !p.Membership {
-		if p.InitVoters != 0 || p.Bugs&(BugConfigBeforeOwnTermCommit|BugConfigWhileUncommitted) != 0 {
-			return fmt.Errorf("raft: trace: init voters and the configuration bugs need Membership")
+		if p.InitVoters != 0 {
+			return fmt.Errorf("raft: trace: init voters need Membership")
 		}
 		return nil
 	}
