@@ -614,8 +614,10 @@ func (n *Node) checkInvariants() {
 	if !(!n.hardStateLost || (n.role == RoleFollower && n.tr == nil)) {
 		failf("lost hard state as %v (traced %v)", n.role, n.tr != nil)
 	}
+	// A configuration appended after the commit index (in force at once)
+	// may not hold it: the invariant is the commit's own configuration's.
 	if !(n.role != RoleLeader || n.has(BugSelfCountsAppended) || n.commitQuorumIndex() >= n.log.committed ||
-		n.log.mustTerm(n.log.committed) != n.hs.Term) {
+		n.log.mustTerm(n.log.committed) != n.hs.Term || n.confs.last().index > n.log.committed) {
 		failf("leader commit %d above its durable quorum", n.log.committed)
 	}
 }

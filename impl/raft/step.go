@@ -37,7 +37,9 @@ func (n *Node) Step(m Message) error {
 			if n.tr != nil {
 				n.tr.event("DropStaleResponse", m.From, &m, "")
 			}
-		case n.role != RoleLeader:
+		case n.role != RoleLeader || n.progressOf(m.From) == nil:
+			// Not leading, or from no member of the configuration in force
+			// (a removed member, or one whose addition was cut).
 			n.traceDrop(&m)
 		default:
 			n.handleAppResp(m)
@@ -46,7 +48,7 @@ func (n *Node) Step(m Message) error {
 		// A member whose hard state was lost: flow control only. It raises
 		// no term and counts toward nothing; for another term, or when this
 		// node does not lead, it is ignored. No spec step.
-		if m.Term == n.hs.Term && n.role == RoleLeader {
+		if m.Term == n.hs.Term && n.role == RoleLeader && n.progressOf(m.From) != nil {
 			n.handlePassiveResp(m)
 		}
 	case MsgPreVote:

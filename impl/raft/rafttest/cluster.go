@@ -111,6 +111,10 @@ type Cluster struct {
 	// HardStateLosses counts LoseHardState; PassiveReports the
 	// MsgAppRespPassive delivered to a running node.
 	HardStateLosses, PassiveReports int
+	// ConfigChanges counts the configuration changes a leader accepted,
+	// ChangeKinds them by kind.
+	ConfigChanges int
+	ChangeKinds   map[raft.ConfChangeKind]int
 	crashes                         int
 	corrupts                        int
 }
