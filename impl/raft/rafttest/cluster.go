@@ -115,8 +115,8 @@ type Cluster struct {
 	// ChangeKinds them by kind.
 	ConfigChanges int
 	ChangeKinds   map[raft.ConfChangeKind]int
-	crashes                         int
-	corrupts                        int
+	crashes       int
+	corrupts      int
 }
 
 // NewCluster starts n fresh nodes.
