@@ -231,6 +231,7 @@ func (n *Node) applyConfig() {
 		return
 	}
 	n.trk.Reconfigure(c, n.log.last+1)
+	n.confChanged = true
 	if n.transferee != None && !c.IsVoter(uint64(n.transferee)) {
 		n.transferee = None
 	}
@@ -365,7 +366,7 @@ func (n *Node) checkConfInvariants() {
 	if err := n.trk.Check(); err != nil {
 		failf("%v", err)
 	}
-	if !(n.role != RoleLeader || n.trk.Leading()) || (n.role != RoleLeader && n.trk.Leading()) {
+	if (n.role == RoleLeader) != n.trk.Leading() {
 		failf("role %v with progress %v", n.role, n.trk.Leading())
 	}
 }

@@ -28,8 +28,9 @@ type Node struct {
 	// trk: the configuration in force, the leader's progress of every
 	// member, the votes of an election; confs: the configurations of the
 	// log (membership.go).
-	trk   *tracker.Tracker
-	confs confHistory
+	trk         *tracker.Tracker
+	confs       confHistory
+	confChanged bool // the configuration in force changed since the last Ready
 
 	hs       HardState // the current hard state
 	hsHanded HardState // the hard state of the last Ready
@@ -486,6 +487,12 @@ type Ready struct {
 	// holds no entry at or below its index.
 	Snapshot *SnapshotInfo
 
+	// MembershipChanged: the configuration in force (Node.Membership)
+	// changed since the last Ready: an entry appended, cut by a
+	// truncation, or installed by a snapshot. The driver updates its peer
+	// set (connect to a new member, stop sending to a removed one).
+	MembershipChanged bool
+
 	// Soft state, for the driver.
 	Role Role
 	Lead NodeID
@@ -499,7 +506,7 @@ func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 func (n *Node) HasReady() bool {
 	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
-		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil
+		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged
 }
 
 // Ready returns the pending work and hands it to the caller.
@@ -508,7 +515,8 @@ func (n *Node) Ready() Ready {
 		n.bcastAppend()
 	}
 	n.bcastPending = false
-	rd := Ready{Role: n.role, Lead: n.lead, Snapshot: n.snaps.installing}
+	rd := Ready{Role: n.role, Lead: n.lead, Snapshot: n.snaps.installing, MembershipChanged: n.confChanged}
+	n.confChanged = false
 	n.snaps.installing = nil
 	if n.hardStateDue() {
 		rd.HardState, rd.HardStateChanged = n.hs, true
