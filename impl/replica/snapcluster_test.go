@@ -138,7 +138,9 @@ type ccluster struct {
 
 var snapTestWAL = wal.Options{Stepped: true, SegmentBytes: 16 << 10, BlockBytes: 512, EntryBytesMax: 1 << 10, TailCacheBytes: 4 << 10}
 
-func newCCluster(t *testing.T, n int, opts SnapshotOptions) *ccluster { return newCClusterVoters(t, n, n, opts) }
+func newCCluster(t *testing.T, n int, opts SnapshotOptions) *ccluster {
+	return newCClusterVoters(t, n, n, opts)
+}
 
 // newCClusterVoters is newCCluster whose first voters nodes are the
 // cluster; the others start outside it.
