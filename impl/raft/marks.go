@@ -16,22 +16,18 @@ const (
 	MarkVoteIgnoredInLease
 	MarkAppendRejected
 	MarkReadConfirmed
-	MarkRemovedLeaderStepsDown
-	MarkLearnerCaughtUp
 	markEnd
 )
 
 var markInfo = [markEnd]struct{ name, what string }{
-	MarkConflictTruncated:      {"raft/conflict-truncated", "a follower truncated a conflicting suffix of its log"},
-	MarkAckAwaitsDurable:       {"raft/ack-awaits-durable", "a follower held an acknowledgment until its entries were durable"},
-	MarkFenceReleased:          {"raft/fence-released", "a TRUNCATED member durably caught up with a newer leader's commit and was released"},
-	MarkVoteRefusedFloor:       {"raft/vote-refused-learned-floor", "a vote the log check allowed was refused: the candidate is below the voter's learned commit"},
-	MarkVoteRefusedTruncated:   {"raft/vote-refused-truncated", "a TRUNCATED member refused a vote the log check allowed"},
-	MarkVoteIgnoredInLease:     {"raft/vote-ignored-in-lease", "a vote request of a newer term ignored: the member heard from its leader within an election timeout"},
-	MarkAppendRejected:         {"raft/append-rejected", "a follower refused an AppendEntries whose previous entry it lacks, with a hint"},
-	MarkReadConfirmed:          {"raft/read-confirmed", "a ReadIndex round confirmed by a quorum released its reads"},
-	MarkRemovedLeaderStepsDown: {"raft/removed-leader-steps-down", "a leader whose own removal committed handed leadership on and stepped down"},
-	MarkLearnerCaughtUp:        {"raft/learner-caught-up", "a learner's durable match reached the leader's commit index: it may be promoted"},
+	MarkConflictTruncated:    {"raft/conflict-truncated", "a follower truncated a conflicting suffix of its log"},
+	MarkAckAwaitsDurable:     {"raft/ack-awaits-durable", "a follower held an acknowledgment until its entries were durable"},
+	MarkFenceReleased:        {"raft/fence-released", "a TRUNCATED member durably caught up with a newer leader's commit and was released"},
+	MarkVoteRefusedFloor:     {"raft/vote-refused-learned-floor", "a vote the log check allowed was refused: the candidate is below the voter's learned commit"},
+	MarkVoteRefusedTruncated: {"raft/vote-refused-truncated", "a TRUNCATED member refused a vote the log check allowed"},
+	MarkVoteIgnoredInLease:   {"raft/vote-ignored-in-lease", "a vote request of a newer term ignored: the member heard from its leader within an election timeout"},
+	MarkAppendRejected:       {"raft/append-rejected", "a follower refused an AppendEntries whose previous entry it lacks, with a hint"},
+	MarkReadConfirmed:        {"raft/read-confirmed", "a ReadIndex round confirmed by a quorum released its reads"},
 }
 
 // String is the mark's name, "raft/what-happened".

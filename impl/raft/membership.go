@@ -346,7 +346,6 @@ func (n *Node) maybeStepDownRemoved() {
 	if best != nil && best.Match == n.log.last {
 		n.sendTimeoutNow(NodeID(best.ID))
 	}
-	n.mark(MarkRemovedLeaderStepsDown)
 	n.stepDown()
 }
 

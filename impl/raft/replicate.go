@@ -172,9 +172,6 @@ func (n *Node) handleAppResp(m Message) {
 func (n *Node) appSuccess(pr *tracker.Progress, m *Message) {
 	pr.SuccessSeq = max(pr.SuccessSeq, m.Seq)
 	if m.MatchIndex > pr.Match {
-		if pr.Learner && pr.Match < n.log.committed && m.MatchIndex >= n.log.committed {
-			n.mark(MarkLearnerCaughtUp)
-		}
 		pr.Match = m.MatchIndex
 		n.maybeCommit()
 	}
