@@ -58,6 +58,10 @@ func stateMachineEntry(e raft.Entry) raft.Entry {
 	return e
 }
 
+// Membership is the configuration in force. Call it on the replica's
+// goroutine.
+func (r *Replica) Membership() raft.Membership { return r.node.Membership() }
+
 // noteMembership reports the configuration in force.
 func (r *Replica) noteMembership() {
 	m := r.node.Membership()
