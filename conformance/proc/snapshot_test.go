@@ -117,7 +117,7 @@ func TestProcessSnapshotCatchUpAndBackup(t *testing.T) {
 	if err := c.StartAll(); err != nil {
 		t.Fatal(err)
 	}
-	lead, err := c.Leader(ctx, 20*time.Second)
+	lead, err := c.Leader(ctx, leaderWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestProcessSnapshotCatchUpAndBackup(t *testing.T) {
 	if err := nc.StartAll(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nc.Leader(ctx, 20*time.Second); err != nil {
+	if _, err := nc.Leader(ctx, leaderWait); err != nil {
 		t.Fatal(err)
 	}
 	putKeys(t, nc.Endpoints(), 10010, 10020)
