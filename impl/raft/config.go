@@ -27,6 +27,11 @@ type Config struct {
 	// cluster once a leader adds it as a learner (ChangeConfig), and never
 	// campaigns before its log makes it a voter.
 	Joining bool
+	// AutoPromote is an operator's policy: while this node leads, it
+	// promotes a learner as soon as the learner has caught up (its
+	// acknowledged match covers the commit index) and ChangeConfig would
+	// take the promotion; off, learners are promoted on request only.
+	AutoPromote bool
 
 	// ElectionTick is the election timeout in ticks: a follower that hears
 	// from no leader for a random time in [ElectionTick, 2*ElectionTick)

@@ -282,6 +282,11 @@ const (
 // then it hands leadership to the most up-to-date voter and steps down.
 func (n *Node) ChangeConfig(ch ConfChange) (uint64, error) {
 	defer n.checkInvariants()
+	return n.changeConfig(ch)
+}
+
+// changeConfig is ChangeConfig without the invariants' check (the caller's).
+func (n *Node) changeConfig(ch ConfChange) (uint64, error) {
 	switch {
 	case n.walFailed:
 		return 0, ErrWALFailed
@@ -315,6 +320,25 @@ func (n *Node) ChangeConfig(ch ConfChange) (uint64, error) {
 	n.maybeCommit()
 	n.maybeStepDownRemoved()
 	return e.Index, nil
+}
+
+// maybeAutoPromote is Config.AutoPromote: a leader promotes its first
+// learner whose acknowledged match covers the commit index, once
+// ChangeConfig would take the promotion (the same change, the same guards,
+// the same trace as an operator's request).
+func (n *Node) maybeAutoPromote() {
+	if !n.cfg.AutoPromote || n.role != RoleLeader || len(n.trk.Config.Learners) == 0 || n.transferee != None || n.walFailed ||
+		n.changeGuards() != nil {
+		return
+	}
+	for _, id := range n.trk.Config.Learners {
+		if n.trk.Get(id).Match >= n.log.committed {
+			if _, err := n.changeConfig(ConfChange{Kind: ConfPromote, ID: NodeID(id)}); err != nil {
+				failf("automatic promotion of %d refused: %v", id, err) // its conditions were just checked
+			}
+			return
+		}
+	}
 }
 
 // changeGuards are ChangeConfig's two conditions (docs/membership.md).

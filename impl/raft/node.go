@@ -371,6 +371,7 @@ func (n *Node) Advance(a AdvanceInfo) {
 	if n.role == RoleLeader {
 		n.maybeCommit()
 		n.maybeStepDownRemoved()
+		n.maybeAutoPromote()
 	} else {
 		n.processPendingAcks()
 	}

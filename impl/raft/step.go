@@ -61,6 +61,7 @@ func (n *Node) Step(m Message) error {
 		panic(fmt.Sprintf("raft: Step: validated message of type %v", m.Type))
 	}
 	n.maybeStepDownRemoved()
+	n.maybeAutoPromote()
 	return nil
 }
 

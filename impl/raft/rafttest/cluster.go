@@ -78,6 +78,8 @@ type Options struct {
 	// leader adds them.
 	Membership bool
 	InitVoters int
+	// AutoPromote: raft.Config.AutoPromote on every node.
+	AutoPromote bool
 }
 
 // acked is an entry a client was told is committed.
@@ -177,7 +179,7 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 	o := c.Opts
 	cfg := raft.Config{ID: sn.ID, Voters: c.initVoters(), Joining: !slices.Contains(c.initVoters(), sn.ID), ElectionTick: o.ElectionTick, HeartbeatTick: o.HeartbeatTick,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(sn.ID)<<32, uint64(sn.boots))),
-		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead,
+		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead, AutoPromote: o.AutoPromote,
 		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax,
 		Storage: sn.WAL.Log, TestingBugs: o.Bugs}
 	if cfg.ElectionTick == 0 {

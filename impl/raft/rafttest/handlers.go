@@ -225,6 +225,7 @@ func (e *Env) handleCluster(c Cmd) error {
 		return err
 	}
 	o.Membership = c.has("membership") || o.InitVoters > 0
+	o.AutoPromote = c.has("autopromote")
 	cl, err := NewCluster(o)
 	if err != nil {
 		return err
