@@ -31,6 +31,13 @@ func FuzzMessage(f *testing.F) {
 	f.Add(MarshalMessage(&hostile))
 	wrap := Message{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: math.MaxUint64, PrevLogTerm: 3, Entries: []Entry{{Index: 0, Term: 3}}}
 	f.Add(MarshalMessage(&wrap))
+	// Configuration entries: one that removes the follower and adds a
+	// learner, and one that does not decode.
+	conf := Message{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: 3, PrevLogTerm: 2, Commit: 3, LeaderCommit: 3, Entries: []Entry{
+		{Index: 4, Term: 3, Data: EncodeMembership(Membership{Voters: []NodeID{1, 3}, Learners: []NodeID{9}, Removed: []NodeID{2}})}}}
+	f.Add(MarshalMessage(&conf))
+	conf.Entries[0].Data = append(EncodeMembership(Membership{Voters: []NodeID{1}}), 0)
+	f.Add(MarshalMessage(&conf))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := UnmarshalMessage(b, 256, 1<<20)
 		if err != nil {
