@@ -24,7 +24,15 @@ type generator struct {
 
 	inChain map[*ast.BinaryExpr]bool // inner nodes of a chain already generated
 	uses    *uses                    // of the declared function being walked
+
+	// caseLists are the expression lists of case clauses (case … :), with
+	// the switch or select they belong to. Go's coverage counts no block
+	// there: a mutant in one is anchored at its switch, whose header is in
+	// the block before it and runs whenever a case expression does.
+	caseLists []caseList
 }
+
+type caseList struct{ from, to, anchor token.Pos }
 
 // funcBody walks the body of a declared function or a function literal.
 func (g *generator) funcBody(ft *ast.FuncType, body *ast.BlockStmt) {
@@ -62,6 +70,12 @@ func (g *generator) walk(root ast.Node) {
 			g.stmtList(n.Body)
 		case *ast.BinaryExpr:
 			g.binary(n)
+		case *ast.SwitchStmt:
+			g.noteCases(n.Pos(), n.Body)
+		case *ast.TypeSwitchStmt:
+			g.noteCases(n.Pos(), n.Body)
+		case *ast.SelectStmt:
+			g.noteCases(n.Pos(), n.Body)
 		}
 		return true
 	})
@@ -76,8 +90,27 @@ func (g *generator) add(op Operator, k int, at, from, to token.Pos, repl string)
 	p := g.fset.Position(at)
 	m := Mutant{File: g.rel, Line: p.Line, Col: p.Column, Op: op, K: k, Func: g.fn,
 		start: g.tf.Offset(from), end: g.tf.Offset(to), repl: repl}
+	m.anchorLine, m.anchorCol = p.Line, p.Column
+	for _, c := range g.caseLists {
+		if c.from <= at && at < c.to {
+			a := g.fset.Position(c.anchor)
+			m.anchorLine, m.anchorCol = a.Line, a.Column
+		}
+	}
 	m.setID()
 	g.out = append(g.out, m)
+}
+
+// noteCases records the case lists of a switch or select body.
+func (g *generator) noteCases(anchor token.Pos, body *ast.BlockStmt) {
+	for _, c := range body.List {
+		switch c := c.(type) {
+		case *ast.CaseClause:
+			g.caseLists = append(g.caseLists, caseList{c.Case, c.Colon, anchor})
+		case *ast.CommClause:
+			g.caseLists = append(g.caseLists, caseList{c.Case, c.Colon, anchor})
+		}
+	}
 }
 
 func (g *generator) text(n ast.Node) string {
