@@ -214,6 +214,9 @@ func (r *runner) measureCoverage(pkgDir string, patterns []string) (*coverSet, t
 			return nil, 0, fmt.Errorf("%s: %w", p.Import, err)
 		}
 		for _, name := range names {
+			if r.skipTests != nil && r.skipTests.MatchString(r.relPkg(p.Import)+"."+name) {
+				continue
+			}
 			tc := &testCase{pkg: p, Name: name}
 			i := len(cs.tests)
 			cs.tests = append(cs.tests, tc)
@@ -224,6 +227,14 @@ func (r *runner) measureCoverage(pkgDir string, patterns []string) (*coverSet, t
 		_ = os.Remove(bin)
 	}
 	return cs, time.Since(start), nil
+}
+
+// relPkg is an import path relative to the module ("." for its root).
+func (r *runner) relPkg(imp string) string {
+	if imp == r.modPath {
+		return "."
+	}
+	return strings.TrimPrefix(imp, r.modPath+"/")
 }
 
 // listTests lists a test binary's Test, Fuzz and Example functions.

@@ -107,3 +107,20 @@ func TestCheapFirst(t *testing.T) {
 		t.Errorf("groups %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+// -skip-tests leaves a test out of coverage and judging alike: what only
+// it covered is then not covered.
+func TestCoverageSkipTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test once per mutant")
+	}
+	js := filepath.Join(t.TempDir(), "out.json")
+	stdout, stderr, _ := runTool(t, "-C", "testdata/cover", "-tests", "{pkg}", "-skip-tests", `^\.\.TestTwice$`,
+		"-only", "cover.go:19:3:if-negate:0,cover.go:8:9:cmp-flip:0", "-json", js, ".")
+	if want := "mutants=2 killed=1 timeout=0 survived=1 builderror=0 equivalent=0 score=0.50 result=below-threshold"; lastLine(stdout) != want {
+		t.Fatalf("last line %q, want %q\nstderr:\n%s", lastLine(stdout), want, stderr)
+	}
+	if o := readOutcomes(t, js)["cover.go:19:3:if-negate:0"]; o.Status != Survived || !o.NotCovered {
+		t.Errorf("Twice's mutant with TestTwice skipped: %+v, want survived, not covered", o)
+	}
+}

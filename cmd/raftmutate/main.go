@@ -38,7 +38,7 @@ type options struct {
 	root, ops, files, funcs, skipFuncs         string
 	asserts, skipCalls                         string
 	judge, only, equivalents, report, jsonPath string
-	tests                                      string
+	tests, skipTests                           string
 	timeout                                    time.Duration
 	workers, sampleN, tail                     int
 	seed                                       uint64
@@ -56,6 +56,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.skipCalls, "skip-calls", defaultSkipCalls, "comma-separated functions (name, or pkg.name) whose arguments are not mutated: they only make text")
 	fs.StringVar(&o.judge, "judge", "go test -count=1 {pkg}", "shell command judging a mutant (exit 0 = survived); {pkg} is ./<package dir>; runs in the module root with GOFLAGS carrying the overlay")
 	fs.StringVar(&o.tests, "tests", "", "package patterns, space-separated ({pkg} is ./<package dir>): judge by their tests, selected per mutant by coverage (replaces -judge; docs/mutation.md)")
+	fs.StringVar(&o.skipTests, "skip-tests", "", "with -tests: regexp on DIR.TestName (DIR module-relative, e.g. conformance/proc.TestX): tests never run, neither for coverage nor as a judge")
 	fs.DurationVar(&o.timeout, "timeout", 0, "per-mutant timeout (0: 3 × the baseline run + 30s; with -tests, 3 × the covering tests' time + 10s per test package)")
 	fs.IntVar(&o.workers, "workers", 1, "mutants judged in parallel")
 	fs.IntVar(&o.sampleN, "sample", 0, "judge a deterministic sample of N mutants per package (0: all)")
@@ -233,6 +234,12 @@ func (o *options) judgeAll(root string, pkgs []*Package, selected map[string][]M
 			return err
 		}
 		info.Judge = "the tests of " + o.tests + ", selected per mutant by coverage"
+		if o.skipTests != "" {
+			if r.skipTests, err = regexp.Compile(o.skipTests); err != nil {
+				return fmt.Errorf("-skip-tests: %w", err)
+			}
+			info.Judge += ", except " + o.skipTests
+		}
 	}
 	var results []*PackageResult
 	var total Tally

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,8 @@ type runner struct {
 	// -tests: the judge is the covering tests (cover.go).
 	modPath      string
 	cover        *coverSet
-	fixedTimeout bool // -timeout given: it bounds each test run
+	fixedTimeout bool           // -timeout given: it bounds each test run
+	skipTests    *regexp.Regexp // -skip-tests, on DIR.TestName
 
 	srcMu sync.Mutex
 	src   map[string][]byte
