@@ -43,7 +43,8 @@ type options struct {
 	workers, sampleN, tail                     int
 	seed                                       uint64
 	threshold                                  float64
-	list, noBaseline, buildCheck               bool
+	list, noBaseline, buildCheck, rankedOrder  bool
+	stopAfter                                  time.Duration
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -61,6 +62,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", 1, "mutants judged in parallel")
 	fs.IntVar(&o.sampleN, "sample", 0, "judge a deterministic sample of N mutants per package (0: all)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of -sample")
+	fs.BoolVar(&o.rankedOrder, "ranked", false, "judge in the order of -seed's hash (the order -sample takes mutants in): a run stopped after k mutants has judged the sample of k")
+	fs.DurationVar(&o.stopAfter, "stop-after", 0, "stop starting mutants this long after the start (finishing those started) and report what was judged (0: never)")
 	fs.StringVar(&o.only, "only", "", "judge only these mutants: comma-separated ids, or @FILE with one id a line")
 	fs.StringVar(&o.equivalents, "equivalents", "", "file of mutants declared equivalent: 'ID argument' a line")
 	fs.Float64Var(&o.threshold, "threshold", 0.95, "minimum mutation score; below it result=below-threshold and exit status 1")
@@ -203,6 +206,15 @@ func (o *options) selectMutants(pkgs []*Package) (map[string][]Mutant, string, e
 			selected[m.Pkg] = append(selected[m.Pkg], m)
 		}
 		return selected, fmt.Sprintf("%d chosen with -only", len(chosen)), nil
+	case o.rankedOrder:
+		for _, p := range pkgs {
+			ms := ranked(p.Mutants, o.seed)
+			if o.sampleN > 0 && o.sampleN < len(ms) {
+				ms = ms[:o.sampleN]
+			}
+			selected[p.Dir] = ms
+		}
+		return selected, fmt.Sprintf("a sample of at most %d per package (-seed %d), judged in rank order (-ranked)", o.sampleN, o.seed), nil
 	case o.sampleN > 0:
 		for _, p := range pkgs {
 			selected[p.Dir] = sample(p.Mutants, o.sampleN, o.seed)
@@ -228,6 +240,9 @@ func (o *options) judgeAll(root string, pkgs []*Package, selected map[string][]M
 	}
 	r := &runner{root: root, judge: o.judge, timeout: o.timeout, tail: o.tail, buildCheck: o.buildCheck,
 		tmp: tmp, goFlags: os.Getenv("GOFLAGS"), log: stderr, fixedTimeout: o.timeout != 0}
+	if o.stopAfter > 0 {
+		r.stopAt = time.Now().Add(o.stopAfter)
+	}
 	info.Judge, info.Commit = o.judge, gitCommit(root)
 	if o.tests != "" {
 		if r.modPath, err = modulePath(root); err != nil {
@@ -271,6 +286,10 @@ func (o *options) judgeAll(root string, pkgs []*Package, selected map[string][]M
 			info.Timeout = r.timeout.Round(time.Second).String()
 		}
 		outs, err := r.runAll(ms, o.workers)
+		if len(outs) < len(ms) {
+			info.Selection += fmt.Sprintf("; stopped by -stop-after %v: %s judged %d of the %d selected", o.stopAfter, p.Dir, len(outs), len(ms))
+			fmt.Fprintf(stderr, "raftmutate: %s: -stop-after: %d of %d mutants judged\n", p.Dir, len(outs), len(ms))
+		}
 		if err != nil {
 			return err
 		}

@@ -31,6 +31,7 @@ type Mutant struct {
 	// anchorLine:anchorCol is where coverage is looked up: the id's
 	// position, or for a mutant in a case list the switch's (walk.go).
 	anchorLine, anchorCol int
+	index                 int // in its package's list (ranked, sample)
 }
 
 func (m *Mutant) setID() {

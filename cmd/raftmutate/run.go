@@ -53,6 +53,7 @@ type runner struct {
 	cover        *coverSet
 	fixedTimeout bool           // -timeout given: it bounds each test run
 	skipTests    *regexp.Regexp // -skip-tests, on DIR.TestName
+	stopAt       time.Time      // -stop-after: no mutant is started after it
 
 	srcMu sync.Mutex
 	src   map[string][]byte
@@ -244,18 +245,20 @@ func (r *runner) runAll(ms []Mutant, workers int) ([]Outcome, error) {
 			}
 		}(w)
 	}
+	started := 0
 	for i := range ms {
 		mu.Lock()
 		stop := firstEr != nil
 		mu.Unlock()
-		if stop {
+		if stop || (!r.stopAt.IsZero() && time.Now().After(r.stopAt)) {
 			break
 		}
 		jobs <- i
+		started++
 	}
 	close(jobs)
 	wg.Wait()
-	return out, firstEr
+	return out[:started], firstEr
 }
 
 func byNote(o *Outcome) string {
