@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -340,38 +341,92 @@ func (r *runner) runSelected(m *Mutant, o *Outcome, dir, scratch, overlay string
 		o.Status, o.NotCovered = Survived, true
 		return nil
 	}
-	bin := filepath.Join(dir, "t.test")
+	// The mutated package's own tests first, on a build of their own: most
+	// kills come from them. The other packages' test binaries are then built
+	// by one go test -c, which builds them in parallel and shares compiles.
+	byPkg := map[*testPkg][]*testCase{}
+	for _, t := range tests {
+		byPkg[t.pkg] = append(byPkg[t.pkg], t)
+	}
+	var own, rest []*testPkg
 	for _, p := range r.cover.pkgs {
-		var own []*testCase
-		for _, t := range tests {
-			if t.pkg == p {
-				own = append(own, t)
-			}
+		switch {
+		case len(byPkg[p]) == 0:
+		case p.own:
+			own = append(own, p)
+		default:
+			rest = append(rest, p)
 		}
-		if len(own) == 0 {
+	}
+	for _, batch := range [][]*testPkg{own, rest} {
+		if len(batch) == 0 {
 			continue
 		}
-		res, err := r.command(env, buildTimeout, "go", "test", "-c", "-o", bin, p.Import)
-		if err != nil {
+		bins, ok, err := r.buildTests(o, m, batch, dir, env)
+		if !ok || err != nil {
 			return err
 		}
-		if res.timedOut || res.exit != 0 {
-			o.Status, o.Tail = BuildError, res.out.lines(r.tail)
-			if res.timedOut {
-				o.By = "the test build timed out"
-				fmt.Fprintf(r.log, "raftmutate: warning: %s: building %s timed out after %v\n", m.ID, p.Import, buildTimeout)
-			}
-			return nil
-		}
-		for _, group := range cheapFirst(own) {
-			done, err := r.runGroup(o, p, group, bin, env)
-			if done || err != nil {
-				return err
+		for i, p := range batch {
+			for _, group := range cheapFirst(byPkg[p]) {
+				done, err := r.runGroup(o, p, group, bins[i], env)
+				if done || err != nil {
+					return err
+				}
 			}
 		}
 	}
 	o.Status = Survived
 	return nil
+}
+
+// buildTests builds the test binaries of pkgs with the mutant: one go test
+// -c for all of them when their binaries' names differ. ok is false when
+// the build failed (the mutant is a build error, o says so).
+func (r *runner) buildTests(o *Outcome, m *Mutant, pkgs []*testPkg, dir string, env []string) ([]string, bool, error) {
+	out := filepath.Join(dir, "bin")
+	if err := os.RemoveAll(out); err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, false, err
+	}
+	bins := make([]string, len(pkgs))
+	names := map[string]bool{}
+	args := []string{"go", "test", "-c", "-o", out + string(filepath.Separator)}
+	for i, p := range pkgs {
+		base := path.Base(p.Import) + ".test"
+		if names[base] { // go test -c would name two binaries alike
+			args = nil
+			break
+		}
+		names[base] = true
+		bins[i] = filepath.Join(out, base)
+		args = append(args, p.Import)
+	}
+	var argvs [][]string
+	if args != nil {
+		argvs = append(argvs, args)
+	} else {
+		for i, p := range pkgs {
+			bins[i] = filepath.Join(out, fmt.Sprintf("p%d.test", i))
+			argvs = append(argvs, []string{"go", "test", "-c", "-o", bins[i], p.Import})
+		}
+	}
+	for _, argv := range argvs {
+		res, err := r.command(env, buildTimeout, argv...)
+		if err != nil {
+			return nil, false, err
+		}
+		if res.timedOut || res.exit != 0 {
+			o.Status, o.Tail = BuildError, res.out.lines(r.tail)
+			if res.timedOut {
+				o.By = "the test build timed out"
+				fmt.Fprintf(r.log, "raftmutate: warning: %s: building tests timed out after %v\n", m.ID, buildTimeout)
+			}
+			return nil, false, nil
+		}
+	}
+	return bins, true, nil
 }
 
 // runGroup runs one group of tests of p's test binary; done says the
