@@ -324,7 +324,8 @@ func (r *runner) mergeProfile(cs *coverSet, path string, i int) error {
 // binary with the overlay and run those tests, stopping at the first
 // failure. A build failure makes the mutant not viable (build-error, not
 // counted); a failing test kills it; a run past 3 × the covering tests'
-// measured time + 10 s (or -timeout) is a timeout.
+// measured time + 30 s, and again past 10 × + 120 s (or once past
+// -timeout), is a timeout.
 func (r *runner) runSelected(m *Mutant, o *Outcome, dir, scratch, overlay string) error {
 	tests, known := r.cover.covering(m)
 	o.Tests = len(tests)
@@ -437,14 +438,25 @@ func (r *runner) runGroup(o *Outcome, p *testPkg, group []*testCase, bin string,
 	for _, t := range group {
 		names, secs = append(names, t.Name), secs+t.Seconds
 	}
-	timeout := r.timeout
-	if !r.fixedTimeout {
-		timeout = time.Duration(3*secs*float64(time.Second)) + 10*time.Second
+	// A run past 3 × the tests' measured time + 30 s is run again with 10 ×
+	// + 120 s, and only a second expiry is a timeout (a hang): the machine's
+	// load can slow a run several times over, and a kill must be the
+	// mutant's doing.
+	limits := []time.Duration{scaled(secs, 3, 30), scaled(secs, 10, 120)}
+	if r.fixedTimeout {
+		limits = []time.Duration{r.timeout}
 	}
-	res, err := r.commandIn(p.Dir, env, timeout, bin, "-test.run", "^("+strings.Join(names, "|")+")$",
-		"-test.count=1", "-test.failfast")
-	if err != nil {
-		return false, err
+	var res *cmdResult
+	var timeout time.Duration
+	for _, timeout = range limits {
+		res, err = r.commandIn(p.Dir, env, timeout, bin, "-test.run", "^("+strings.Join(names, "|")+")$",
+			"-test.count=1", "-test.failfast")
+		if err != nil {
+			return false, err
+		}
+		if !res.timedOut {
+			break
+		}
 	}
 	switch {
 	case res.timedOut:
@@ -456,6 +468,11 @@ func (r *runner) runGroup(o *Outcome, p *testPkg, group []*testCase, bin string,
 	}
 	o.Tail = res.out.lines(r.tail)
 	return true, nil
+}
+
+// scaled is k × secs seconds + slack seconds.
+func scaled(secs, k, slack float64) time.Duration {
+	return time.Duration((k*secs + slack) * float64(time.Second))
 }
 
 // cheapFirst orders tests by their measured time and cuts them into at

@@ -58,7 +58,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.judge, "judge", "go test -count=1 {pkg}", "shell command judging a mutant (exit 0 = survived); {pkg} is ./<package dir>; runs in the module root with GOFLAGS carrying the overlay")
 	fs.StringVar(&o.tests, "tests", "", "package patterns, space-separated ({pkg} is ./<package dir>): judge by their tests, selected per mutant by coverage (replaces -judge; docs/mutation.md)")
 	fs.StringVar(&o.skipTests, "skip-tests", "", "with -tests: regexp on DIR.TestName (DIR module-relative, e.g. conformance/proc.TestX): tests never run, neither for coverage nor as a judge")
-	fs.DurationVar(&o.timeout, "timeout", 0, "per-mutant timeout (0: 3 × the baseline run + 30s; with -tests, 3 × the covering tests' time + 10s per test package)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "per-mutant timeout (0: 3 × the baseline run + 30s; with -tests, 3 × the covering tests' time + 30s per test run, confirmed by a rerun at 10 × + 120s)")
 	fs.IntVar(&o.workers, "workers", 1, "mutants judged in parallel")
 	fs.IntVar(&o.sampleN, "sample", 0, "judge a deterministic sample of N mutants per package (0: all)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of -sample")
@@ -358,7 +358,7 @@ func (o *options) coverage(r *runner, p *Package, ms []Mutant, pr *PackageResult
 	pr.Coverage = fmt.Sprintf("%d tests in %d packages, run one at a time with coverage in %.0fs; %d of the %d mutants to judge are in blocks no test runs",
 		len(cs.tests), len(cs.pkgs), took.Seconds(), uncovered, len(ms))
 	fmt.Fprintf(r.log, "raftmutate: %s: coverage: %s\n", p.Dir, pr.Coverage)
-	info.Timeout = "3 × the covering tests' time + 10s per test package"
+	info.Timeout = "3 × the covering tests' time + 30s per test run, confirmed at 10 × + 120s"
 	if o.timeout != 0 {
 		info.Timeout = o.timeout.String() + " per test package"
 	}
