@@ -381,3 +381,45 @@ func TestProductionActionNames(t *testing.T) {
 		t.Error("Config.String does not say production")
 	}
 }
+
+// TestFollowerLagReachable: with the clamp (a follower learns a commit only
+// up to what the message proves it holds durably), a CLEAN follower can
+// still be behind the commit index it learned: a leader commits through
+// two followers before its own fdatasync, then steps down. That is why the
+// core's boot policy treats a short lag as replication, not as the fence
+// of row 2 (impl/raft testdata/replication_lag_leader.txt). The witness is
+// replayed through the trace checker.
+func TestFollowerLagReachable(t *testing.T) {
+	m, err := NewModel(Config{Profile: ProfileDurable, Servers: 3, Values: 1, MaxTerm: 2, MaxLog: 1, MaxDup: 1, MaxMsgs: 1, Production: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := ParseActions("DropMessage,DuplicateMessage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Explore(m, Options{Workers: 2, Merge: true, Symmetry: true, Without: without})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violation != nil {
+		t.Fatalf("violation %s: %s", res.Violation.Invariant, res.Violation.Detail)
+	}
+	if err := CheckReached(res.Reached, []string{"FollowerLagsLearned"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Reached {
+		if r.Name != "FollowerLagsLearned" {
+			continue
+		}
+		steps := r.Witness()
+		checkSteps(t, m, steps)
+		var sawStepDown bool
+		for _, st := range steps {
+			sawStepDown = sawStepDown || st.Label.Action == ActStepDown
+		}
+		if !sawStepDown {
+			t.Errorf("the witness reaches the lag without a leader stepping down: %v", steps[len(steps)-1].Label)
+		}
+	}
+}

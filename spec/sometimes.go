@@ -88,6 +88,13 @@ var SometimesProperties = []Sometimes{
 		State: func(m *Model, s *State) bool {
 			return anyServer(m, func(i ServerID) bool { return s.LearnedCommit[i] > s.DurableLen[i] })
 		}},
+	{Name: "FollowerLagsLearned", Profile: onlyDurable, Production: true,
+		Doc: "a CLEAN server that is not leader learned a commit beyond its durable log: with the clamp, a leader that committed through its followers before its own fdatasync and stepped down (replication lag, not a fence: impl/raft testdata/replication_lag_leader.txt)",
+		State: func(m *Model, s *State) bool {
+			return anyServer(m, func(i ServerID) bool {
+				return s.State[i] != Leader && s.Verdict[i] == Clean && s.LearnedCommit[i] > s.DurableLen[i]
+			})
+		}},
 	{Name: "MemberTruncated", Profile: onlyDurable, Doc: "a member's verdict is TRUNCATED",
 		State: func(m *Model, s *State) bool {
 			return anyServer(m, func(i ServerID) bool { return s.Verdict[i] == Truncated })

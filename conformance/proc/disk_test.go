@@ -148,7 +148,7 @@ func (d *diskFault) repair(r *run) error {
 // agree on a leader among them.
 func leaderAmong(r *run, except int) (int, error) {
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(r.leaderBound())
 	for {
 		lead, agree := 0, true
 		for _, n := range r.c.Nodes {
@@ -169,7 +169,7 @@ func leaderAmong(r *run, except int) (int, error) {
 			return lead, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no leader among the nodes other than %d within 20 s", except)
+			return 0, fmt.Errorf("no leader among the nodes other than %d within %v", except, r.leaderBound())
 		}
 		time.Sleep(20 * time.Millisecond) // the statuses are the condition; bounded above
 	}

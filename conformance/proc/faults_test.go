@@ -20,7 +20,26 @@ import (
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func (r *run) leader() (int, error) { return r.c.Leader(context.Background(), 20*time.Second) }
+// leaderWait bounds every wait for a leader. An election takes a few
+// hundred milliseconds on an idle machine; the bound is for a loaded CI
+// machine (at a load of 12, 20 s was once too short), and a wait that
+// succeeds returns as soon as the leader is there. A run under a bug
+// switch that may wedge the cluster waits wedgedWait: its schedule then
+// stops and the check follows.
+const (
+	leaderWait = 60 * time.Second
+	wedgedWait = 20 * time.Second
+)
+
+// leaderBound is the bound of this run's waits for a leader.
+func (r *run) leaderBound() time.Duration {
+	if r.sc.expectFail {
+		return wedgedWait
+	}
+	return leaderWait
+}
+
+func (r *run) leader() (int, error) { return r.c.Leader(context.Background(), r.leaderBound()) }
 
 // follower picks a follower of lead at random.
 func (r *run) follower(lead int) int {

@@ -128,7 +128,7 @@ func execute(t *testing.T, sc scenario) verdict {
 	if err := c.StartAll(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Leader(ctx, 20*time.Second); err != nil {
+	if _, err := c.Leader(ctx, leaderWait); err != nil {
 		r.fatal(err)
 	}
 	rec := &recorder{start: time.Now(), acked: map[string]string{}}

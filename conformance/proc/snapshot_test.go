@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/durableraft/durableraft/impl/client"
+	"github.com/durableraft/durableraft/impl/client/clienttest"
 	"github.com/durableraft/durableraft/impl/kv"
 	"github.com/durableraft/durableraft/impl/procs"
 )
@@ -27,32 +26,7 @@ var snapArgs = []string{"--testing-lossy-fs", "--tick-ms", "20", "--request-time
 // client, 16 at a time, and fails the test on any error.
 func putKeys(t *testing.T, eps []string, from, to int) {
 	t.Helper()
-	const workers = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := client.New(client.Config{Endpoints: eps, Logger: quietLog, RequestTimeout: 20 * time.Second})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Close()
-			for i := from + w; i < to; i += workers {
-				if _, err := c.Put(context.Background(), []byte(fmt.Sprintf("k-%05d", i)), snapValue(i)); err != nil {
-					errs <- fmt.Errorf("put %d: %w", i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	clienttest.PutKeys(t, eps, quietLog, from, to, 16, snapValue)
 }
 
 func snapValue(i int) []byte {
@@ -143,7 +117,7 @@ func TestProcessSnapshotCatchUpAndBackup(t *testing.T) {
 	if err := c.StartAll(); err != nil {
 		t.Fatal(err)
 	}
-	lead, err := c.Leader(ctx, 20*time.Second)
+	lead, err := c.Leader(ctx, leaderWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +194,7 @@ func TestProcessSnapshotCatchUpAndBackup(t *testing.T) {
 	if err := nc.StartAll(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nc.Leader(ctx, 20*time.Second); err != nil {
+	if _, err := nc.Leader(ctx, leaderWait); err != nil {
 		t.Fatal(err)
 	}
 	putKeys(t, nc.Endpoints(), 10010, 10020)

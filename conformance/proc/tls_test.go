@@ -105,7 +105,7 @@ func TestProcessClusterTLS(t *testing.T) {
 	if err := r.c.StartAll(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.c.Leader(ctx, 20*time.Second); err != nil {
+	if _, err := r.c.Leader(ctx, leaderWait); err != nil {
 		t.Fatal(err)
 	}
 	acked := r.traffic(ctx)
@@ -205,12 +205,12 @@ func (r *tlsRun) traffic(ctx context.Context) map[string]string {
 		}()
 	}
 	time.Sleep(500 * time.Millisecond) // traffic before the fault (a duration, not a condition)
-	lead, err := r.c.Leader(ctx, 20*time.Second)
+	lead, err := r.c.Leader(ctx, leaderWait)
 	if err == nil {
 		err = r.c.Kill(lead)
 	}
 	if err == nil {
-		_, err = r.c.Leader(ctx, 20*time.Second)
+		_, err = r.c.Leader(ctx, leaderWait)
 	}
 	if err == nil {
 		err = r.c.Start(lead)
@@ -335,7 +335,7 @@ func (r *tlsRun) req(s *tlsauth.Store, method string, node int, path, body strin
 // leader and through a follower (refused there, never forwarded), a member's
 // certificate as a client's.
 func (r *tlsRun) clientRefusals() error {
-	lead, err := r.c.Leader(context.Background(), 20*time.Second)
+	lead, err := r.c.Leader(context.Background(), leaderWait)
 	if err != nil {
 		return err
 	}

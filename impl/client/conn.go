@@ -141,19 +141,7 @@ func (cn *conn) writeLoop() {
 		cn.mu.Lock()
 		batch, cn.queue = cn.queue, batch[:0]
 		cn.mu.Unlock()
-		buf = buf[:0]
-		for k := 0; k < len(batch); {
-			var start int
-			buf, start = wire.BeginFrame(buf, kvproto.FrameRequests)
-			size, j := 4, k
-			for j < len(batch) && (j == k || size+kvproto.RequestSize(&batch[j]) <= kvproto.PayloadBytesMax) && j-k < kvproto.BatchMax {
-				size += kvproto.RequestSize(&batch[j])
-				j++
-			}
-			buf = kvproto.EncodeRequests(buf, batch[k:j])
-			buf = wire.FinishFrame(buf, start)
-			k = j
-		}
+		buf = kvproto.AppendRequestFrames(buf[:0], batch)
 		clear(batch)
 		if len(buf) == 0 {
 			continue

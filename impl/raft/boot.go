@@ -245,10 +245,13 @@ func (n *Node) promotable() bool {
 // evaluatePolicy re-evaluates the boot policy, reporting a change at once
 // and a lasting fence every Config.AlertTicks.
 //
-// Replication lag is not a fence: a running, eligible follower whose log
-// is CLEAN and a little behind the commit index a leader just told it (the
-// entries are in its log, their fdatasync is in flight) matches row 2 for
-// as long as that fdatasync takes. It stays ELIGIBLE in the status, and
+// Replication lag is not a fence: a running, eligible member whose log is
+// CLEAN and a little behind the commit index it learned matches row 2 for
+// as long as its fdatasync takes. With the clamp (learnedFrom) a follower
+// never learns beyond what it holds durably, but a leader commits through
+// its followers before its own fdatasync lands, and keeps that learned
+// commit when it steps down (spec's FollowerLagsLearned, reached by
+// TestFollowerLagReachable; testdata/replication_lag_leader.txt). It stays ELIGIBLE in the status, and
 // nothing is alerted or logged, until the lag has lasted
 // Config.ElectionTick ticks; only then is it the fence of row 2. This is
 // reporting only: promotion is guarded by promotable (fenceOpen), which

@@ -334,19 +334,7 @@ func (pc *pipeConn) writeLoop() {
 		batch, pc.out = pc.out, batch[:0]
 		answered, pc.answeredAt = pc.answeredAt, answered[:0]
 		pc.mu.Unlock()
-		buf = buf[:0]
-		for k := 0; k < len(batch); {
-			var start int
-			buf, start = wire.BeginFrame(buf, kvproto.FrameResponses)
-			size, j := 4, k
-			for j < len(batch) && (j == k || size+kvproto.ResponseSize(&batch[j]) <= kvproto.PayloadBytesMax) && j-k < kvproto.BatchMax {
-				size += kvproto.ResponseSize(&batch[j])
-				j++
-			}
-			buf = kvproto.EncodeResponses(buf, batch[k:j])
-			buf = wire.FinishFrame(buf, start)
-			k = j
-		}
+		buf = kvproto.AppendResponseFrames(buf[:0], batch)
 		clear(batch)
 		_ = pc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if _, err := pc.c.Write(buf); err != nil {

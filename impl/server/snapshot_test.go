@@ -1,17 +1,15 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/durableraft/durableraft/impl/client"
+	"github.com/durableraft/durableraft/impl/client/clienttest"
 	"github.com/durableraft/durableraft/impl/kv"
 	"github.com/durableraft/durableraft/impl/raft"
 )
@@ -34,39 +32,14 @@ func snapValue(i, pad int) string {
 }
 
 // writeKeys puts keys k-<from>..k-<to-1> (snapValue(i, pad)) through the Go
-// client, workers at a time.
+// client, 16 at a time.
 func writeKeys(t *testing.T, tc *testCluster, from, to, pad int) {
 	t.Helper()
 	var eps []string
 	for id := range tc.clients {
 		eps = append(eps, tc.clients[id])
 	}
-	const workers = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := client.New(client.Config{Endpoints: eps, Logger: quiet, RequestTimeout: 20 * time.Second})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Close()
-			for i := from + w; i < to; i += workers {
-				if _, err := c.Put(context.Background(), []byte(fmt.Sprintf("k-%05d", i)), []byte(snapValue(i, pad))); err != nil {
-					errs <- fmt.Errorf("put %d: %w", i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	clienttest.PutKeys(t, eps, quiet, from, to, 16, func(i int) []byte { return []byte(snapValue(i, pad)) })
 }
 
 // TestSnapshotCatchUpKV: raftd's KV store is the snapshotter. A follower
