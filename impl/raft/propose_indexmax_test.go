@@ -62,3 +62,27 @@ func TestProposeBeyondUncommittedBytesMax(t *testing.T) {
 		t.Fatalf("the dropped proposal changed the log: last %d, want %d", s.Last, last)
 	}
 }
+
+// A proposal with an entry over EntryBytesMax is refused whole with
+// ErrProposalTooLarge; an entry of exactly EntryBytesMax is taken.
+func TestProposeEntryBytesMax(t *testing.T) {
+	cfg := raft.Config{ID: 1, Voters: []raft.NodeID{1}, ElectionTick: 10, HeartbeatTick: 1, Rand: seeded{},
+		Storage: raft.NewMemoryStorage(), EntryBytesMax: 8}
+	n, err := raft.NewNode(cfg, raft.Boot{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	last := n.Status().Last
+	if _, err := n.Propose([]byte("a"), make([]byte, 9)); !errors.Is(err, raft.ErrProposalTooLarge) {
+		t.Fatalf("an entry of 9 bytes (max 8): %v, want ErrProposalTooLarge", err)
+	}
+	if s := n.Status(); s.Last != last {
+		t.Fatalf("the refused proposal changed the log: last %d, want %d", s.Last, last)
+	}
+	if _, err := n.Propose(make([]byte, 8)); err != nil {
+		t.Fatalf("an entry of exactly EntryBytesMax: %v", err)
+	}
+}
