@@ -52,3 +52,42 @@ func TestStaleVoteResponseIsDropped(t *testing.T) {
 		}
 	}
 }
+
+// An AppendEntries response of an earlier term is dropped the same way,
+// traced as DropStaleResponse, and without a tracer nothing is traced.
+func TestStaleAppendResponseIsDropped(t *testing.T) {
+	for _, traced := range []bool{false, true} {
+		sink := &memorySink{}
+		cfg := raft.Config{ID: 1, Voters: []raft.NodeID{1, 2, 3}, ElectionTick: 10, HeartbeatTick: 1, Rand: seeded{},
+			Storage: raft.NewMemoryStorage()}
+		if traced {
+			cfg.Trace = sink
+		}
+		n, err := raft.NewNode(cfg, raft.Boot{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := n.Campaign(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := n.Status()
+		if err := n.Step(raft.Message{Type: raft.MsgAppResp, From: 2, To: 1, Term: st.HardState.Term - 1, Success: true, MatchIndex: 5}); err != nil {
+			t.Fatalf("traced %v: step: %v", traced, err)
+		}
+		if got := n.Status(); got.Role != st.Role || got.HardState != st.HardState {
+			t.Errorf("traced %v: a stale response changed the node: %+v, was %+v", traced, got, st)
+		}
+		if !traced {
+			continue
+		}
+		found := false
+		for _, e := range sink.events {
+			found = found || e.Action == "DropStaleResponse"
+		}
+		if !found {
+			t.Errorf("no DropStaleResponse event in the trace of a stale AppendEntries response")
+		}
+	}
+}
