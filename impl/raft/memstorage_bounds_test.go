@@ -32,3 +32,24 @@ func TestMemoryStorageEntriesBounds(t *testing.T) {
 		}
 	}
 }
+
+// Prefix keeps the entries up to index; an index at or past the last, or
+// below the compaction base, keeps the log as it is.
+func TestMemoryStoragePrefixBounds(t *testing.T) {
+	s := raft.NewMemoryStorage()
+	s.Reset(5, 1)
+	if err := s.Append([]raft.Entry{{Index: 6, Term: 1}, {Index: 7, Term: 2}, {Index: 8, Term: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, index := range []uint64{3, 8, 9} {
+		c := s.Clone()
+		c.Prefix(index)
+		if c.LastIndex() != 8 || c.FirstIndex() != 6 {
+			t.Errorf("Prefix(%d): log (%d, %d], want (5, 8] unchanged", index, c.FirstIndex()-1, c.LastIndex())
+		}
+	}
+	s.Prefix(6)
+	if s.LastIndex() != 6 {
+		t.Errorf("Prefix(6): last %d, want 6", s.LastIndex())
+	}
+}
