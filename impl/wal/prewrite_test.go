@@ -11,10 +11,19 @@ import (
 // ErrCorrupt and is never written or reported durable.
 func TestPrewriteVerificationRefusesBrokenChain(t *testing.T) {
 	for name, breakRec := range map[string]func(prev uint32, e Entry) []byte{
-		"chain":  func(prev uint32, e Entry) []byte { b, _ := encodeRecord(nil, prev^1, e.Index, e.Term, e.Data); return b },
-		"index":  func(prev uint32, e Entry) []byte { b, _ := encodeRecord(nil, prev, e.Index+1, e.Term, e.Data); return b },
-		"term":   func(prev uint32, e Entry) []byte { b, _ := encodeRecord(nil, prev, e.Index, 1, e.Data); return b },
-		"length": func(prev uint32, e Entry) []byte { b, _ := encodeRecord(nil, prev, e.Index, e.Term, e.Data); return append(b, 0) },
+		"chain": func(prev uint32, e Entry) []byte {
+			b, _ := encodeRecord(nil, prev^1, e.Index, e.Term, e.Data)
+			return b
+		},
+		"index": func(prev uint32, e Entry) []byte {
+			b, _ := encodeRecord(nil, prev, e.Index+1, e.Term, e.Data)
+			return b
+		},
+		"term": func(prev uint32, e Entry) []byte { b, _ := encodeRecord(nil, prev, e.Index, 1, e.Data); return b },
+		"length": func(prev uint32, e Entry) []byte {
+			b, _ := encodeRecord(nil, prev, e.Index, e.Term, e.Data)
+			return append(b, 0)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, w := openManual(t)
