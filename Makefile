@@ -193,9 +193,9 @@ mutate-spec-ci:
 # for hot paths (if !ok { violated(...) }).
 MUTATE_IMPL_TESTS := ./conformance/...
 MUTATE_SKIP_TESTS := ^conformance\.(TestSimulatedRuntime|TestBugCatalogue|TestSimLongRun)$$|^conformance/proc\.
-# Log calls (slog's Debug, Info, Warn, Error) are formatting calls like
+# Log calls (slog's Debug, Info, Warn, Error, and impl/raft's alert) are formatting calls like
 # fmt's: an edit in their arguments changes what a message says.
-MUTATE_IMPL_SKIP_CALLS := fmt.Errorf,fmt.Sprintf,fmt.Sprint,fmt.Sprintln,fmt.Fprintf,fmt.Fprint,fmt.Fprintln,fmt.Printf,fmt.Print,fmt.Println,errors.New,Debug,Info,Warn,Error
+MUTATE_IMPL_SKIP_CALLS := fmt.Errorf,fmt.Sprintf,fmt.Sprint,fmt.Sprintln,fmt.Fprintf,fmt.Fprint,fmt.Fprintln,fmt.Printf,fmt.Print,fmt.Println,errors.New,Debug,Info,Warn,Error,alert
 MUTATE_IMPL = $(MUTATE) -asserts assert,failf,violated -skip-calls $(MUTATE_IMPL_SKIP_CALLS)
 mutate-raft:
 	@mkdir -p $(MUTATE_OUT)

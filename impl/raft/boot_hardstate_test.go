@@ -32,3 +32,15 @@ func TestBootHardStateBelowLastEntryTerm(t *testing.T) {
 		}
 	}
 }
+
+// A TRUNCATED mark of a term beyond the hard state's term is refused at boot:
+// the mark is the term at which the log was cut, never a later one.
+func TestBootTruncatedAtTermBeyondTerm(t *testing.T) {
+	cfg := raft.Config{ID: 1, Voters: []raft.NodeID{1, 2, 3}, ElectionTick: 10, HeartbeatTick: 1, Rand: seeded{}, Storage: raft.NewMemoryStorage()}
+	if _, err := raft.NewNode(cfg, raft.Boot{HardState: raft.HardState{Term: 2, TruncatedAtTerm: 3}}); err == nil || !strings.Contains(err.Error(), "truncatedAtTerm") {
+		t.Fatalf("TruncatedAtTerm 3 with term 2: %v, want refused", err)
+	}
+	if _, err := raft.NewNode(cfg, raft.Boot{HardState: raft.HardState{Term: 3, TruncatedAtTerm: 3}, Verdict: raft.VerdictTruncated}); err != nil {
+		t.Fatalf("TruncatedAtTerm 3 with term 3: %v", err)
+	}
+}
