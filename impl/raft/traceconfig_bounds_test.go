@@ -29,3 +29,20 @@ func TestTraceConfigBudgetBounds(t *testing.T) {
 		t.Errorf("budgets at trace.MaxIndex: %v", err)
 	}
 }
+
+// A trace needs at least one voter and at most trace.MaxServers.
+func TestTraceConfigVoters(t *testing.T) {
+	if _, err := raft.TraceConfig(raft.TraceParams{}); err == nil {
+		t.Error("no voters: accepted")
+	}
+	var many []raft.NodeID
+	for i := range trace.MaxServers + 1 {
+		many = append(many, raft.NodeID(i+1))
+	}
+	if _, err := raft.TraceConfig(raft.TraceParams{Voters: many}); err == nil {
+		t.Errorf("%d voters: accepted", len(many))
+	}
+	if _, err := raft.TraceConfig(raft.TraceParams{Voters: many[:trace.MaxServers]}); err != nil {
+		t.Errorf("%d voters: %v", trace.MaxServers, err)
+	}
+}
