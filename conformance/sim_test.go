@@ -309,3 +309,29 @@ func TestSimLongRun(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes, %d trace events checked, counts %+v", s.Counts.Acked, len(s.CheckableEvents()), s.Counts)
 }
+
+// TestSimulatedMembership runs sim.MembershipOptions: five replicas of
+// which three start as the cluster, the leader asked for single-server
+// changes (add a learner, promote it once it caught up, remove a member)
+// under every fault but bit flips, with every check of TestSimulatedRuntime
+// (AckedDurable counting the voters of the configuration an entry was
+// committed in; the end checks leaving removed members out) and the spec's
+// trace checker with membership. SIM_MEMBERSHIP_SEEDS=a-b runs others.
+func TestSimulatedMembership(t *testing.T) {
+	lo, hi := seedRange(t, "SIM_MEMBERSHIP_SEEDS", 1, 40)
+	if testing.Short() {
+		hi = lo + 9
+	}
+	var total sim.Counts
+	for seed := lo; seed <= hi; seed++ {
+		s := runSeed(t, sim.MembershipOptions(seed))
+		addCounts(&total, s.Counts)
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("seeds %d-%d: %d membership changes applied, %d acknowledged writes, %d crashes", lo, hi, total.ConfigChanges, total.Acked, total.PowerLosses+total.IOCrashes)
+	if !t.Failed() && total.ConfigChanges < int(hi-lo+1) {
+		t.Errorf("%d membership changes applied in %d seeds", total.ConfigChanges, hi-lo+1)
+	}
+}

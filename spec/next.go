@@ -158,7 +158,9 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		m.AdvanceCommitIndex(s, i, out)
 	case ActChangeConfig:
 		m.ChangeConfig(s, i, func(n StateOf[T, L, V], got LabelOf[T, L]) {
-			if got.Value == l.Value {
+			// A trace names the server changed (peer): it must be the one
+			// the value changes.
+			if got.Value == l.Value && got.J == l.J {
 				out(n, got)
 			}
 		})

@@ -185,3 +185,81 @@ func TestRandomizedHardStateLossTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomizedMembershipTraces replays the traces of impl/raft's
+// TestRandomizedMembership (five nodes, three initial voters, random
+// single-server changes under faults): every ChangeConfig, every step in a
+// changed configuration, must be a step of the spec with membership. One
+// trace with a change mutated into a two-server change, and one with the
+// change logged for another server, must be rejected.
+func TestRandomizedMembershipTraces(t *testing.T) {
+	seeds := 120
+	if testing.Short() {
+		seeds = 20
+	}
+	events, changes := 0, 0
+	var sample []trace.Event
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		c, err := rafttest.RunRandom(rafttest.MembershipRandom(seed))
+		if err != nil {
+			t.Errorf("seed %d: %v", seed, err)
+			continue
+		}
+		if err := spec.CheckTrace(c.Events); err != nil {
+			t.Errorf("seed %d: spec.CheckTrace rejects the trace (%d events): %v", seed, len(c.Events), err)
+		}
+		events, changes = events+len(c.Events), changes+c.ConfigChanges
+		if sample == nil && c.ConfigChanges > 0 {
+			sample = c.Events
+		}
+	}
+	t.Logf("%d seeds, %d events, %d configuration changes, all traces accepted", seeds, events, changes)
+	if sample == nil {
+		t.Fatal("no run changed its configuration")
+	}
+	for _, mu := range membershipMutations {
+		es, err := trace.Decode(bytes.NewReader(encodeEvents(t, sample)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !mu.mutate(es) {
+			t.Fatalf("%s: nothing to mutate", mu.name)
+		}
+		if err := spec.CheckTrace(es); err == nil {
+			t.Errorf("a trace with %s (%s) is accepted", mu.name, mu.what)
+		}
+	}
+}
+
+var membershipMutations = []struct {
+	name, what string
+	mutate     func(es []trace.Event) bool
+}{
+	{"two-server-change", "the first ChangeConfig also makes a non-member a learner", func(es []trace.Event) bool {
+		return mutateFirst(es, func(e *trace.Event) bool { return e.Action == "ChangeConfig" }, func(e *trace.Event) {
+			v := *e.Value
+			code, p := v-spec.ConfigValueBase, 1
+			for k := 0; k < spec.MaxServers; k++ {
+				if code/p%3 == 0 && es[0].Config.Names[min(k, len(es[0].Config.Names)-1)] != e.Peer {
+					v += p
+					break
+				}
+				p *= 3
+			}
+			*e.Value = v
+			runs := e.State.LogAppend
+			last := &runs[len(runs)-1]
+			last.Values[len(last.Values)-1] = v
+		})
+	}},
+	{"wrong-peer", "the first ChangeConfig names another server as the one changed", func(es []trace.Event) bool {
+		return mutateFirst(es, func(e *trace.Event) bool { return e.Action == "ChangeConfig" }, func(e *trace.Event) {
+			for _, n := range es[0].Config.Names {
+				if n != e.Peer {
+					e.Peer = n
+					return
+				}
+			}
+		})
+	}},
+}

@@ -105,9 +105,8 @@ func TestSeedBugsFailScenarios(t *testing.T) {
 // must understand them, and a fix added to one side without the other is drift.
 // spec's switches of raft.tla's own rules (the classic bugs, make reach) have no
 // counterpart in the core, and the core's reporting switches (raft.ReportingBugs)
-// none in spec. The membership switches (spec.MembershipBugs) have none in the core
-// until issue 18's core part builds membership there; it must then add them and drop
-// their exclusion below.
+// none in spec. The membership switches (spec.MembershipBugs) are the core's too
+// (issue 18).
 func TestBugSwitchesAreSpecs(t *testing.T) {
 	var names []string
 	for _, bug := range raft.AllBugs() {
@@ -116,7 +115,7 @@ func TestBugSwitchesAreSpecs(t *testing.T) {
 		}
 	}
 	fixes := slices.DeleteFunc(spec.AllBugs(), func(n string) bool {
-		return slices.Contains(spec.ClassicBugs(), n) || slices.Contains(spec.MembershipBugs(), n)
+		return slices.Contains(spec.ClassicBugs(), n)
 	})
 	if diff := cmp.Diff(fixes, names); diff != "" {
 		t.Fatalf("impl/raft bug switches differ from spec's (-spec +impl):\n%s", diff)

@@ -57,6 +57,10 @@ type appliedEntry struct{ entry, result string }
 type ackedEntry struct {
 	term       uint64
 	commitTerm uint64 // the term of the first leader that applied it
+	// voters: with membership, the voters of the configuration of the node
+	// that acknowledged it, as it applied it: the one it was committed in
+	// (a change is an input of its own, the commit and the apply one step).
+	voters []raft.NodeID
 }
 
 func (c *checker) init(s *Sim) {
@@ -69,10 +73,14 @@ func (c *checker) violation(format string, args ...any) { c.s.violation(format, 
 
 func (c *checker) maxAcked() uint64 { return c.ackMax }
 
+// pendingOps counts the operations pending on members (a removed member's
+// never end: the leader sends it nothing more, and its operator stops it).
 func (c *checker) pendingOps() int {
 	k := 0
-	for _, v := range c.pending {
-		k += v
+	for id, v := range c.pending {
+		if c.s.finalMember(c.s.Node(id)) {
+			k += v
+		}
 	}
 	return k
 }
@@ -213,6 +221,9 @@ func (c *checker) acknowledged(n *Node, data []byte, res replica.Result) {
 	// Committed by a leader of a term no newer than n's own.
 	_, commitTerm, _ := n.r.Leadership()
 	a := ackedEntry{term: res.Term, commitTerm: commitTerm}
+	if c.s.opts.Membership {
+		a.voters = n.r.Membership().Voters
+	}
 	c.acks[res.Index] = a
 	c.ackMax = max(c.ackMax, res.Index)
 	c.checkAckedDurable(res.Index)
@@ -240,14 +251,17 @@ func (c *checker) crashed(n *Node) {
 // checkAckedDurable: AckedDurable for the entry at index.
 func (c *checker) checkAckedDurable(index uint64) {
 	a := c.acks[index]
-	holders := 0
+	holders, members := 0, len(c.s.Nodes)
+	if a.voters != nil {
+		members = len(a.voters)
+	}
 	for _, n := range c.s.Nodes {
-		if n.holdsDurable(index, a.term) {
+		if (a.voters == nil || slices.Contains(a.voters, n.ID)) && n.holdsDurable(index, a.term) {
 			holders++
 		}
 	}
-	if holders*2 <= len(c.s.Nodes) {
-		c.violation("AckedDurable: acknowledged entry %d/%d is durable on %d of %d members", a.term, index, holders, len(c.s.Nodes))
+	if holders*2 <= members {
+		c.violation("AckedDurable: acknowledged entry %d/%d is durable on %d of the %d voters it was committed by", a.term, index, holders, members)
 	}
 }
 
@@ -317,7 +331,7 @@ func (c *checker) atEnd() {
 	}
 	for _, a := range c.s.Nodes {
 		for _, b := range c.s.Nodes {
-			if a.ID < b.ID && a.r != nil && b.r != nil {
+			if a.ID < b.ID && a.r != nil && b.r != nil && c.s.finalMember(a) && c.s.finalMember(b) {
 				checkIdentical(c, a, b)
 			}
 		}

@@ -49,6 +49,9 @@ func (s *Sim) faultLoop() {
 	if f.DiskFull {
 		kinds = append(kinds, (*Sim).faultDiskFull)
 	}
+	if s.opts.Membership {
+		kinds = append(kinds, (*Sim).faultMembership, (*Sim).faultMembership)
+	}
 	if len(kinds) == 0 {
 		return
 	}

@@ -47,7 +47,7 @@ func (s *Sim) caughtUp() bool {
 		target = max(target, n.sm.st.AppliedIndex())
 	}
 	for _, n := range s.Nodes {
-		if n.sm.st.AppliedIndex() < target {
+		if s.finalMember(n) && n.sm.st.AppliedIndex() < target {
 			return false
 		}
 	}
@@ -61,7 +61,7 @@ func (s *Sim) checkKV() {
 		reqs = append(reqs, *r)
 	}
 	for _, n := range s.Nodes {
-		if n.r == nil {
+		if n.r == nil || !s.finalMember(n) {
 			continue
 		}
 		rep, err := kvtest.CheckAtMostOnce(n.sm.log, reqs, n.sm.st)

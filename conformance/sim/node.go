@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
@@ -131,7 +132,7 @@ func (n *Node) boot() error {
 	}
 	n.checkRecovered(w, rec)
 	o := n.s.opts
-	cfg := raft.Config{ID: n.ID, Voters: n.s.voters(), ElectionTick: 10, HeartbeatTick: 1,
+	cfg := raft.Config{ID: n.ID, Voters: n.s.initVoters(), Joining: !slices.Contains(n.s.initVoters(), n.ID), ElectionTick: 10, HeartbeatTick: 1,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(n.ID)<<32, uint64(n.boots))),
 		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax,
 		TestingBugs: o.CoreBugs}

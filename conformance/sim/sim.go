@@ -65,6 +65,13 @@ type Options struct {
 	// SegmentBytes, when set, is the WAL's segment size (and a quarter of
 	// it the entry bound): compaction frees whole segments.
 	SegmentBytes int64 `json:",omitempty"`
+	// Membership: nodes 1..InitVoters start as the cluster and the others
+	// outside it, and a fault kind asks the leader for single-server
+	// changes (membership.go). Bit flips must be off: their budget (a
+	// quorum of every configuration able to vote) is not tracked across
+	// configurations.
+	Membership bool `json:",omitempty"`
+	InitVoters int  `json:",omitempty"`
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
 	Trace bool
@@ -203,6 +210,8 @@ type Counts struct {
 	// The clients and the service.
 	ClientWrites, ClientReads, Unknown, UnknownNoSession, UnknownExpired, UnknownDeadline, ClientRetries, ClientTimeouts, ClientDeadlines, ClientDrops, ClientDups, DupNoSession, ClientBusy int
 	Sessions, SessionExpired, KeepAlives, ClientStalls, IdleNoops, EarlyAcks, Deduplicated                                                                                                   int
+	// ConfigChanges counts the membership changes applied (Membership).
+	ConfigChanges int
 }
 
 // Add adds b's counts to c's.
@@ -221,11 +230,14 @@ func New(o Options) (*Sim, error) {
 	if o.Tick <= 0 {
 		o.Tick = 10 * time.Millisecond
 	}
+	if o.Membership && (o.Faults.Flips || o.InitVoters < 1 || o.InitVoters > o.N || o.N > 5) {
+		return nil, fmt.Errorf("sim: membership with bit flips, %d initial voters of %d nodes (1..N, N <= 5)", o.InitVoters, o.N)
+	}
 	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1)), TraceCheckable: -1, seen: map[string]seenKey{}}
 	s.check.init(s)
 	s.net.init(s)
 	if o.Trace {
-		cfg, err := raft.TraceConfig(raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs})
+		cfg, err := raft.TraceConfig(raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs, Membership: o.Membership, InitVoters: o.InitVoters})
 		if err != nil {
 			return nil, err
 		}

@@ -38,6 +38,11 @@ type Boot struct {
 	// the log up to storage's compaction base, from the snapshot (tracing
 	// only): the tracer holds the whole log.
 	TracePrefix []trace.Entry
+	// Membership is the configuration the snapshot records (the one in
+	// force at its index; nil: the initial one, Config.Voters). The driver
+	// must give it whenever the log was compacted past a configuration
+	// entry (membership.go).
+	Membership *Membership
 }
 
 // The boot policy of seed 000 ("Boot Policy Decision Table", task 3.2),

@@ -17,8 +17,21 @@ type Rand interface {
 // Config configures a node. Zero values of the optional fields take the
 // defaults of withDefaults.
 type Config struct {
-	ID     NodeID
-	Voters []NodeID // every voting member, ID included
+	ID NodeID
+	// Voters is the cluster's initial configuration: the voters of an
+	// empty log (docs/membership.md). Once the log (or a snapshot,
+	// Boot.Membership) holds a configuration entry, the latest one is in
+	// force instead. ID is one of them unless Joining.
+	Voters []NodeID
+	// Joining: this node is not an initial voter; it joins a running
+	// cluster once a leader adds it as a learner (ChangeConfig), and never
+	// campaigns before its log makes it a voter.
+	Joining bool
+	// AutoPromote is an operator's policy: while this node leads, it
+	// promotes a learner as soon as the learner has caught up (its
+	// acknowledged match covers the commit index) and ChangeConfig would
+	// take the promotion; off, learners are promoted on request only.
+	AutoPromote bool
 
 	// ElectionTick is the election timeout in ticks: a follower that hears
 	// from no leader for a random time in [ElectionTick, 2*ElectionTick)
@@ -111,8 +124,10 @@ func (c *Config) validate() error {
 	switch {
 	case c.ID == None:
 		return errors.New("raft: config: ID is 0")
-	case !slices.Contains(c.Voters, c.ID):
+	case !slices.Contains(c.Voters, c.ID) && !c.Joining:
 		return fmt.Errorf("raft: config: ID %d is not among the voters %v", c.ID, c.Voters)
+	case slices.Contains(c.Voters, c.ID) && c.Joining:
+		return fmt.Errorf("raft: config: ID %d joins, but is among the initial voters %v", c.ID, c.Voters)
 	case c.ElectionTick <= c.HeartbeatTick || c.HeartbeatTick < 1:
 		return fmt.Errorf("raft: config: election tick %d must exceed heartbeat tick %d >= 1", c.ElectionTick, c.HeartbeatTick)
 	case c.Rand == nil:
@@ -137,7 +152,7 @@ func (c *Config) validate() error {
 		seen[id] = true
 	}
 	if c.Trace != nil {
-		if _, err := traceNames(c.Voters, c.TraceNames); err != nil {
+		if _, err := traceNames(append(slices.Clone(c.Voters), c.ID), c.TraceNames); err != nil {
 			return fmt.Errorf("raft: config: %w", err)
 		}
 	}
@@ -198,6 +213,13 @@ const (
 	// value then closes its promotion fence and raises its voter floor for
 	// ever (spec learnedFrom).
 	BugLearnedCommitUnclamped
+	// BugConfigBeforeOwnTermCommit: a leader appends a configuration
+	// change before it has committed an entry of its own term (the
+	// single-server change bug Ongaro reported in 2015; docs/membership.md).
+	BugConfigBeforeOwnTermCommit
+	// BugConfigWhileUncommitted: a leader appends a configuration change
+	// while its previous one is not committed yet.
+	BugConfigWhileUncommitted
 	bugEnd
 )
 
@@ -219,6 +241,8 @@ var bugNames = map[Bug]string{
 	BugMarkAfterCut:                "mark-after-cut",
 	BugLagIsFence:                  "lag-is-fence",
 	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
+	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
+	BugConfigWhileUncommitted:      "config-while-uncommitted",
 }
 
 func (b Bug) String() string {

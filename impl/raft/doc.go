@@ -59,6 +59,15 @@
 // validated at the gate ([Validate]); [MarshalMessage] and
 // [UnmarshalMessage] are the strict wire encoding.
 //
+// # Membership (docs/membership.md)
+//
+// Single-server changes with learners: configuration entries in the log
+// (EncodeMembership), the latest in force from its append; ChangeConfig
+// with the spec's two guards; quorums and progress in the subpackages
+// quorum/ and tracker/ (etcd-io/raft's shape); learners replicated to but
+// never counted and never campaigning; a removed leader hands over and
+// steps down once its removal commits; ids are never reused.
+//
 // # Refinement
 //
 // docs/refinement.md maps every step of the core to spec actions, names the

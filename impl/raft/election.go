@@ -1,5 +1,7 @@
 package raft
 
+import "github.com/durableraft/durableraft/impl/raft/quorum"
+
 // Elections: pre-vote, the durable vote rules, becoming leader.
 
 // hup starts an election: a pre-vote round when configured (and not a
@@ -10,6 +12,9 @@ func (n *Node) hup(transfer bool) {
 	}
 	if !n.promotable() {
 		return // evaluatePolicy reports the fence
+	}
+	if !n.isVoter(n.id) {
+		return // a learner or a removed member never campaigns (spec Timeout)
 	}
 	if n.cfg.PreVote && !transfer {
 		n.campaignPre()
@@ -39,15 +44,15 @@ func (n *Node) campaignPre() {
 		n.stepDown()
 	}
 	n.role, n.lead = RolePreCandidate, None
-	n.votesGranted, n.votesRejected = 0, 0
-	n.record(&n.votesGranted, n.id)
+	n.trk.ResetVotes()
+	n.trk.RecordVote(uint64(n.id), true)
 	if n.won() {
 		n.campaign(false)
 		return
 	}
 	lastTerm, lastIndex := n.advertise()
-	for _, id := range n.voters {
-		if id != n.id {
+	for _, v := range n.trk.Config.Voters {
+		if id := NodeID(v); id != n.id {
 			n.send(Message{Type: MsgPreVote, To: id, Term: n.hs.Term + 1, LastLogTerm: lastTerm, LastLogIndex: lastIndex})
 		}
 	}
@@ -76,8 +81,8 @@ func (n *Node) campaign(transfer bool) {
 		n.tr.event("RequestVote", n.id, nil, "")
 	}
 	n.handleVote(self)
-	for _, id := range n.voters {
-		if id != n.id {
+	for _, v := range n.trk.Config.Voters {
+		if id := NodeID(v); id != n.id {
 			m := Message{Type: MsgVote, From: n.id, To: id, Term: n.hs.Term, LastLogTerm: lastTerm, LastLogIndex: lastIndex, Transfer: transfer}
 			if n.tr != nil {
 				n.tr.event("RequestVote", id, nil, "")
@@ -175,11 +180,7 @@ func (n *Node) handleVoteResp(m Message) {
 	if n.tr != nil {
 		n.tr.event("HandleRequestVoteResponse", m.From, &m, "")
 	}
-	if m.Granted {
-		n.record(&n.votesGranted, m.From)
-	} else {
-		n.record(&n.votesRejected, m.From)
-	}
+	n.trk.RecordVote(uint64(m.From), m.Granted)
 	if m.From != n.id && n.won() {
 		n.becomeLeader()
 	}
@@ -188,7 +189,7 @@ func (n *Node) handleVoteResp(m Message) {
 // won reports whether the votes granted form a quorum and the promotion
 // fence is open (spec BecomeLeader's guards).
 func (n *Node) won() bool {
-	if n.hardStateLost || n.stateFenced || popcount(n.votesGranted) < n.quorum() {
+	if _, _, res := n.trk.TallyVotes(); n.hardStateLost || n.stateFenced || res != quorum.VoteWon {
 		return false
 	}
 	if n.role == RolePreCandidate {
@@ -240,15 +241,13 @@ func (n *Node) handlePreVoteResp(m Message) {
 		n.campaign(false)
 		return
 	}
-	if m.Granted {
-		n.record(&n.votesGranted, m.From)
-	} else {
-		n.record(&n.votesRejected, m.From)
-	}
-	switch {
+	n.trk.RecordVote(uint64(m.From), m.Granted)
+	// A pre-candidate gives up once a majority refused (not as soon as it
+	// cannot win: a vote still missing may be a pre-vote in flight).
+	switch _, rejected, _ := n.trk.TallyVotes(); {
 	case n.won():
 		n.campaign(false)
-	case popcount(n.votesRejected) >= n.quorum():
+	case rejected >= n.trk.Config.Voters.Size():
 		n.role = RoleFollower
 	}
 }
@@ -262,10 +261,7 @@ func (n *Node) becomeLeader() {
 	if n.tr != nil {
 		n.tr.event("BecomeLeader", None, nil, "")
 	}
-	n.prs = make([]progress, len(n.voters))
-	for k, id := range n.voters {
-		n.prs[k] = progress{id: id, next: n.log.last + 1}
-	}
+	n.trk.StartLeading(n.log.last + 1)
 	n.electionElapsed, n.heartbeatElapsed, n.leaderSilentTicks = 0, 0, 0
 	n.appendLeader(nil)
 	n.bcastPending = true
@@ -282,19 +278,4 @@ func (n *Node) updateTerm(m *Message, lead NodeID) {
 		n.tr.event("UpdateTerm", m.From, m, "")
 	}
 	n.dropPendingAcks()
-}
-
-// record sets id's bit in a vote set.
-func (n *Node) record(set *uint64, id NodeID) {
-	if k := n.voterIndex(id); k >= 0 {
-		*set |= 1 << uint(k)
-	}
-}
-
-func popcount(x uint64) int {
-	c := 0
-	for ; x != 0; x &= x - 1 {
-		c++
-	}
-	return c
 }

@@ -53,6 +53,7 @@ func (n *Node) appendFrom(orig, view *Message) {
 			return
 		}
 		n.log.truncate(from)
+		n.truncateConfs(from)
 		n.mark(MarkConflictTruncated)
 		if n.tr != nil {
 			n.tr.truncateLog(from)
@@ -62,6 +63,7 @@ func (n *Node) appendFrom(orig, view *Message) {
 	}
 	if present < len(view.Entries) {
 		n.log.append(view.Entries[present:]...)
+		n.noteEntries(view.Entries[present:])
 		if n.tr != nil {
 			n.tr.appendLog(view.Entries[present:]...)
 			n.tr.event("HandleAppendEntriesBatch", m.From, &m, "append")

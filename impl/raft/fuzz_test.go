@@ -31,6 +31,13 @@ func FuzzMessage(f *testing.F) {
 	f.Add(MarshalMessage(&hostile))
 	wrap := Message{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: math.MaxUint64, PrevLogTerm: 3, Entries: []Entry{{Index: 0, Term: 3}}}
 	f.Add(MarshalMessage(&wrap))
+	// Configuration entries: one that removes the follower and adds a
+	// learner, and one that does not decode.
+	conf := Message{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: 3, PrevLogTerm: 2, Commit: 3, LeaderCommit: 3, Entries: []Entry{
+		{Index: 4, Term: 3, Data: EncodeMembership(Membership{Voters: []NodeID{1, 3}, Learners: []NodeID{9}, Removed: []NodeID{2}})}}}
+	f.Add(MarshalMessage(&conf))
+	conf.Entries[0].Data = append(EncodeMembership(Membership{Voters: []NodeID{1}}), 0)
+	f.Add(MarshalMessage(&conf))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := UnmarshalMessage(b, 256, 1<<20)
 		if err != nil {
@@ -122,7 +129,7 @@ type nodeSnapshot struct {
 	Terms                                            []uint64 // of every entry, first..last
 	HS, HSHanded                                     HardState
 	ElectionElapsed, HeartbeatElapsed, LeaderSilent  int
-	VotesGranted, VotesRejected                      uint64
+	VotesGranted, VotesRejected                      int
 	PendingAcks, Msgs, MsgsAfter, Alerts, ReadStates int
 	Unstable, Handed, TruncateFrom, Seq, ReadRound   uint64
 	HasReady, BcastPending                           bool
@@ -132,13 +139,13 @@ type nodeSnapshot struct {
 func snapshotOf(n *Node) nodeSnapshot {
 	s := nodeSnapshot{Status: n.Status(), HS: n.hs, HSHanded: n.hsHanded,
 		ElectionElapsed: n.electionElapsed, HeartbeatElapsed: n.heartbeatElapsed, LeaderSilent: n.leaderSilentTicks,
-		VotesGranted: n.votesGranted, VotesRejected: n.votesRejected,
 		PendingAcks: len(n.pendingAcks), Msgs: len(n.msgs), MsgsAfter: len(n.msgsAfter), Alerts: len(n.alerts), ReadStates: len(n.readStates),
 		Unstable: uint64(len(n.log.unstable)), Handed: n.log.handed, TruncateFrom: n.log.truncateFrom, ReadRound: n.readRound,
 		HasReady: n.HasReady(), BcastPending: n.bcastPending,
 		PendingReads: len(n.pendingReads), WaitingReads: len(n.waitingReads), AlertElapsed: n.alertElapsed, Ticks: int(n.ticks)}
-	for k := range n.prs {
-		s.Seq += n.prs[k].seq
+	s.VotesGranted, s.VotesRejected, _ = n.trk.TallyVotes()
+	for _, pr := range n.trk.Progress {
+		s.Seq += pr.Seq
 	}
 	for i := n.log.first; i <= n.log.last; i++ {
 		s.Terms = append(s.Terms, n.log.mustTerm(i))
@@ -180,7 +187,7 @@ func checkRanges(t *testing.T, n *Node, rd Ready) {
 		}
 	}
 	for _, m := range append(rd.Messages, rd.MessagesAfterPersist...) {
-		if err := Validate(&m, m.To, n.voters); err != nil {
+		if err := Validate(&m, m.To, nil); err != nil {
 			t.Fatalf("the node sends %v, which its recipient refuses: %v", m, err)
 		}
 	}

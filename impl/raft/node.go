@@ -3,7 +3,8 @@ package raft
 import (
 	"errors"
 	"fmt"
-	"slices"
+
+	"github.com/durableraft/durableraft/impl/raft/tracker"
 )
 
 // Node is one member's protocol state machine. It does no I/O, starts no
@@ -14,16 +15,22 @@ import (
 //
 // Invariants (checkInvariants, asserted after every input):
 //   - the log's (log.go), and hs.TruncatedAtTerm <= hs.Term.
-//   - role = Leader implies lead = id and prs holds one progress per voter;
-//     otherwise prs is nil.
+//   - role = Leader implies lead = id and the tracker keeps one progress per
+//     member (voter or learner); otherwise it keeps none.
+//   - the configuration in force is the latest of confs (membership.go).
 //   - a leader's commit index only counts itself at its durable index.
 //   - walFailed implies role = Follower and no pending acknowledgment.
 //   - hardStateLost implies role = Follower and no tracer (the node is
 //     outside the spec), for the node's whole life.
 type Node struct {
-	cfg    Config
-	id     NodeID
-	voters []NodeID // sorted
+	cfg Config
+	id  NodeID
+	// trk: the configuration in force, the leader's progress of every
+	// member, the votes of an election; confs: the configurations of the
+	// log (membership.go).
+	trk         *tracker.Tracker
+	confs       confHistory
+	confChanged bool // the configuration in force changed since the last Ready
 
 	hs       HardState // the current hard state
 	hsHanded HardState // the hard state of the last Ready
@@ -42,11 +49,8 @@ type Node struct {
 	randomizedElection int
 	leaderSilentTicks  int // ticks since a leader of the current term was heard
 
-	votesGranted, votesRejected uint64 // bit k: voters[k]; the election or pre-election in progress
-
 	// Leader.
-	prs              []progress // aligned with voters
-	bcastPending     bool       // proposals to send in the next Ready
+	bcastPending     bool // proposals to send in the next Ready
 	uncommittedBytes uint64
 	readRound        uint64
 	pendingReads     []pendingRead // waiting for a quorum to echo their round
@@ -100,8 +104,11 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: cfg.ID, voters: slices.Sorted(slices.Values(cfg.Voters)), hardStateLost: boot.HardStateLost}
+	n := &Node{cfg: cfg, id: cfg.ID, hardStateLost: boot.HardStateLost}
 	if err := n.bootLog(boot); err != nil {
+		return nil, err
+	}
+	if err := n.bootConfig(boot); err != nil {
 		return nil, err
 	}
 	hs := boot.HardState
@@ -192,8 +199,6 @@ func (n *Node) validateHardState(hs HardState) error {
 	switch {
 	case hs.Term > TermMax || hs.LearnedCommit > IndexMax:
 		return fmt.Errorf("raft: boot: hard state %+v out of range", hs)
-	case hs.Vote != None && !slices.Contains(n.voters, hs.Vote):
-		return fmt.Errorf("raft: boot: vote for %d, not a voter", hs.Vote)
 	case hs.TruncatedAtTerm > max(hs.Term, 1):
 		return fmt.Errorf("raft: boot: truncatedAtTerm %d beyond term %d", hs.TruncatedAtTerm, hs.Term)
 	case n.log.last >= n.log.first && n.log.lastTerm() > max(hs.Term, 1):
@@ -273,6 +278,8 @@ func (n *Node) Campaign() error {
 	case !n.promotable():
 		n.evaluatePolicy(false)
 		return ErrFenced
+	case !n.isVoter(n.id):
+		return ErrNotVoter
 	}
 	n.hup(false)
 	n.checkInvariants()
@@ -296,6 +303,9 @@ func (n *Node) Propose(data ...[]byte) (uint64, error) {
 		if uint64(len(d)) > n.cfg.EntryBytesMax {
 			return 0, ErrProposalTooLarge
 		}
+		if IsConfigEntry(d) {
+			return 0, ErrReservedData
+		}
 		size += uint64(len(d))
 	}
 	if n.uncommittedBytes+size > n.cfg.UncommittedBytesMax && n.uncommittedBytes > 0 {
@@ -311,6 +321,7 @@ func (n *Node) Propose(data ...[]byte) (uint64, error) {
 	n.uncommittedBytes += size
 	n.bcastPending = true
 	n.maybeCommit()
+	n.maybeStepDownRemoved()
 	n.checkInvariants()
 	return first, nil
 }
@@ -359,6 +370,8 @@ func (n *Node) Advance(a AdvanceInfo) {
 	}
 	if n.role == RoleLeader {
 		n.maybeCommit()
+		n.maybeStepDownRemoved()
+		n.maybeAutoPromote()
 	} else {
 		n.processPendingAcks()
 	}
@@ -394,10 +407,11 @@ func (n *Node) stepDown() {
 // becomeFollower makes the node a follower of lead in the current term.
 func (n *Node) becomeFollower(lead NodeID) {
 	n.role, n.lead = RoleFollower, lead
-	n.prs, n.bcastPending, n.uncommittedBytes = nil, false, 0
+	n.trk.StopLeading()
+	n.bcastPending, n.uncommittedBytes = false, 0
 	n.pendingReads, n.waitingReads = nil, nil
 	n.transferee = None
-	n.votesGranted, n.votesRejected = 0, 0
+	n.trk.ResetVotes()
 	n.heartbeatElapsed = 0
 }
 
@@ -474,6 +488,12 @@ type Ready struct {
 	// holds no entry at or below its index.
 	Snapshot *SnapshotInfo
 
+	// MembershipChanged: the configuration in force (Node.Membership)
+	// changed since the last Ready: an entry appended, cut by a
+	// truncation, or installed by a snapshot. The driver updates its peer
+	// set (connect to a new member, stop sending to a removed one).
+	MembershipChanged bool
+
 	// Soft state, for the driver.
 	Role Role
 	Lead NodeID
@@ -487,7 +507,7 @@ func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 func (n *Node) HasReady() bool {
 	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
-		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil
+		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged
 }
 
 // Ready returns the pending work and hands it to the caller.
@@ -496,7 +516,8 @@ func (n *Node) Ready() Ready {
 		n.bcastAppend()
 	}
 	n.bcastPending = false
-	rd := Ready{Role: n.role, Lead: n.lead, Snapshot: n.snaps.installing}
+	rd := Ready{Role: n.role, Lead: n.lead, Snapshot: n.snaps.installing, MembershipChanged: n.confChanged}
+	n.confChanged = false
 	n.snaps.installing = nil
 	if n.hardStateDue() {
 		rd.HardState, rd.HardStateChanged = n.hs, true
@@ -550,7 +571,10 @@ type Status struct {
 	// fdatasync is behind its leader's commit. It may not campaign
 	// meanwhile; at Config.ElectionTick the lag becomes the fence of row 2.
 	LagTicks int
-	Progress map[NodeID]ProgressStatus
+	// Voters and Learners: the configuration in force (the latest in the
+	// log, committed or not).
+	Voters, Learners []NodeID
+	Progress         map[NodeID]ProgressStatus
 }
 
 // ProgressStatus is the leader's view of one follower.
@@ -558,6 +582,7 @@ type ProgressStatus struct {
 	Match, Next uint64
 	State       string
 	Inflight    int
+	Learner     bool
 }
 
 // Status returns the node's status.
@@ -566,28 +591,18 @@ func (n *Node) Status() Status {
 		Commit: n.log.committed, Applied: n.log.applied, Durable: n.log.durable, Last: n.log.last,
 		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, FenceWhy: n.policyRow.why, WALFailed: n.walFailed,
 		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason, LagTicks: n.lagTicks}
-	if n.prs != nil {
+	st.Voters, st.Learners = fromIDs(n.trk.Config.Voters), fromIDs(n.trk.Config.Learners)
+	if n.trk.Leading() {
 		st.Progress = map[NodeID]ProgressStatus{}
-		for k := range n.prs {
-			pr := &n.prs[k]
-			if pr.id != n.id {
-				st.Progress[pr.id] = ProgressStatus{Match: pr.match, Next: pr.next, State: pr.state.String(), Inflight: len(pr.inflights)}
+		for _, id := range n.trk.Order {
+			pr := n.trk.Progress[id]
+			if NodeID(id) != n.id {
+				st.Progress[NodeID(id)] = ProgressStatus{Match: pr.Match, Next: pr.Next, State: pr.State.String(), Inflight: len(pr.Inflights), Learner: pr.Learner}
 			}
 		}
 	}
 	return st
 }
-
-// voterIndex is the position of id among the voters, or -1.
-func (n *Node) voterIndex(id NodeID) int {
-	k, ok := slices.BinarySearch(n.voters, id)
-	if !ok {
-		return -1
-	}
-	return k
-}
-
-func (n *Node) quorum() int { return len(n.voters)/2 + 1 }
 
 func (n *Node) checkInvariants() {
 	n.log.checkInvariants()
@@ -598,9 +613,7 @@ func (n *Node) checkInvariants() {
 	if !(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1) {
 		failf("hard state %+v", n.hs)
 	}
-	if !((n.role == RoleLeader) == (n.prs != nil)) {
-		failf("role %v with progress %v", n.role, n.prs != nil)
-	}
+	n.checkConfInvariants()
 	if !(n.role != RoleLeader || n.lead == n.id) {
 		failf("leader with lead %d", n.lead)
 	}
@@ -610,8 +623,10 @@ func (n *Node) checkInvariants() {
 	if !(!n.hardStateLost || (n.role == RoleFollower && n.tr == nil)) {
 		failf("lost hard state as %v (traced %v)", n.role, n.tr != nil)
 	}
+	// A configuration appended after the commit index (in force at once)
+	// may not hold it: the invariant is the commit's own configuration's.
 	if !(n.role != RoleLeader || n.has(BugSelfCountsAppended) || n.commitQuorumIndex() >= n.log.committed ||
-		n.log.mustTerm(n.log.committed) != n.hs.Term) {
+		n.log.mustTerm(n.log.committed) != n.hs.Term || n.confs.last().index > n.log.committed) {
 		failf("leader commit %d above its durable quorum", n.log.committed)
 	}
 }

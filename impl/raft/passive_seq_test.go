@@ -17,7 +17,7 @@ func TestPassiveSuccessMakesOlderRejectionsStale(t *testing.T) {
 	if err := n.Step(Message{Type: MsgAppRespPassive, From: 3, To: 1, Term: term, Success: false, HintIndex: 1, HintTerm: 1, Seq: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if pr := n.progressOf(3); pr.state != before.state || pr.next != before.next {
-		t.Fatalf("a stale passive rejection (seq 5 after success 9) moved the progress: %v next %d, was %v next %d", pr.state, pr.next, before.state, before.next)
+	if pr := n.progressOf(3); pr.State != before.State || pr.Next != before.Next {
+		t.Fatalf("a stale passive rejection (seq 5 after success 9) moved the progress: %v next %d, was %v next %d", pr.State, pr.Next, before.State, before.Next)
 	}
 }

@@ -1,6 +1,10 @@
 package raft
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/durableraft/durableraft/impl/raft/tracker"
+)
 
 // A passive member (hard state lost) being sent a snapshot that reports a
 // match at or past the snapshot has it: the leader streams to it again from
@@ -8,12 +12,12 @@ import "testing"
 func TestPassiveReportEndsSnapshotState(t *testing.T) {
 	n := fuzzLeader(t) // log 1/1 1/2 2/3 3/4
 	n.Ready()
-	n.progressOf(3).becomeSnapshot(2)
+	n.progressOf(3).BecomeSnapshot(2)
 	if err := n.Step(Message{Type: MsgAppRespPassive, From: 3, To: 1, Term: n.Status().HardState.Term, Success: true, MatchIndex: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if pr := n.progressOf(3); pr.state != stateReplicate {
-		t.Fatalf("after a passive report of 3 past the snapshot at 2: state %v, want replicate", pr.state)
+	if pr := n.progressOf(3); pr.State != tracker.StateReplicate {
+		t.Fatalf("after a passive report of 3 past the snapshot at 2: state %v, want replicate", pr.State)
 	}
 	rd := n.Ready()
 	var sent []Message

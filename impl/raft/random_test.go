@@ -3,6 +3,7 @@ package raft_test
 import (
 	"testing"
 
+	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/raft/rafttest"
 )
 
@@ -74,5 +75,46 @@ func TestRandomizedHardStateLoss(t *testing.T) {
 	t.Logf("%d seeds: %d hard states lost, %d passive reports delivered", seeds, losses, reports)
 	if losses == 0 || reports == 0 {
 		t.Fatalf("%d losses, %d passive reports: the fault never ran", losses, reports)
+	}
+}
+
+// TestRandomizedMembership: the fault mix of TestRandomized (without
+// corruptions) on five nodes of which three start as the cluster, with
+// random single-server changes (rafttest.MembershipRandom): the cluster
+// invariants hold across changes, the cluster recovers, and changes of
+// every kind were accepted. conformance/coretrace replays these traces.
+func TestRandomizedMembership(t *testing.T) {
+	seeds := 120
+	if testing.Short() {
+		seeds = 20
+	}
+	changes := 0
+	actions := map[string]int{}
+	kinds := map[raft.ConfChangeKind]int{}
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		c, err := rafttest.RunRandom(rafttest.MembershipRandom(seed))
+		if err != nil {
+			t.Errorf("seed %d: %v", seed, err)
+			continue
+		}
+		for _, v := range c.Violations {
+			t.Errorf("seed %d: %s", seed, v)
+		}
+		changes += c.ConfigChanges
+		for k, v := range c.ChangeKinds {
+			kinds[k] += v
+		}
+		for _, e := range c.Events {
+			actions[e.Action]++
+		}
+	}
+	t.Logf("%d seeds: %d configuration changes %v, %d ChangeConfig events, %d StepDown", seeds, changes, kinds, actions["ChangeConfig"], actions["StepDown"])
+	// Promotions are the rarest: a learner must have caught up with a
+	// leader that committed in its term and has no change pending, under
+	// the faults (the scenario scripts cover the path step by step).
+	for k, least := range map[raft.ConfChangeKind]int{raft.ConfAddLearner: seeds, raft.ConfPromote: seeds / 4, raft.ConfRemove: seeds / 4} {
+		if kinds[k] < least {
+			t.Errorf("%d changes %v in %d seeds, want at least %d", kinds[k], k, seeds, least)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func (n *Node) startReads(rs []pendingRead) {
 	for k := range rs {
 		rs[k].index = n.log.committed
 	}
-	if n.cfg.LeaseRead || len(n.voters) == 1 {
+	if n.cfg.LeaseRead || n.soleVoter() {
 		for _, r := range rs {
 			n.readStates = append(n.readStates, ReadState{Index: r.index, Context: r.ctx})
 		}
@@ -91,13 +91,7 @@ func (n *Node) releaseReads() {
 	k := 0
 	for ; k < len(n.pendingReads); k++ {
 		r := n.pendingReads[k]
-		acks := 0
-		for j := range n.prs {
-			if n.prs[j].id == n.id || n.prs[j].round >= r.round {
-				acks++
-			}
-		}
-		if acks < n.quorum() {
+		if !n.trk.RoundConfirmed(uint64(n.id), r.round) {
 			break
 		}
 		n.readStates = append(n.readStates, ReadState{Index: r.index, Context: r.ctx})
@@ -106,4 +100,11 @@ func (n *Node) releaseReads() {
 		n.mark(MarkReadConfirmed)
 		n.pendingReads = append(n.pendingReads[:0], n.pendingReads[k:]...)
 	}
+}
+
+// soleVoter reports whether the leader is the only voter: its own commit
+// is the quorum's, and a read needs no round.
+func (n *Node) soleVoter() bool {
+	v := n.trk.Config.Voters
+	return len(v) == 1 && NodeID(v[0]) == n.id
 }

@@ -2,19 +2,32 @@ package raft
 
 import (
 	"errors"
-	"slices"
+	"fmt"
+
+	"github.com/durableraft/durableraft/impl/raft/tracker"
 )
 
 // The leader's side of replication: batches, pipelining with flow control,
 // heartbeats, the durable commit rule, check-quorum and leadership
 // transfer.
 
-func (n *Node) progressOf(id NodeID) *progress {
-	k := n.voterIndex(id)
-	if k < 0 || n.prs == nil {
-		return nil
+// progressOf is the leader's progress of member id, or nil (not leading,
+// or id is no member of the configuration in force).
+func (n *Node) progressOf(id NodeID) *tracker.Progress { return n.trk.Get(uint64(id)) }
+
+// window is the inflight window per member.
+func (n *Node) window() tracker.Window {
+	return tracker.Window{MsgsMax: n.cfg.InflightMsgsMax, BytesMax: n.cfg.InflightBytesMax}
+}
+
+// followers calls f with the progress of every member but the leader, in
+// id order.
+func (n *Node) followers(f func(pr *tracker.Progress)) {
+	for _, id := range n.trk.Order {
+		if NodeID(id) != n.id {
+			f(n.trk.Progress[id])
+		}
 	}
-	return &n.prs[k]
 }
 
 // tickLeader: heartbeats every HeartbeatTick; every ElectionTick the
@@ -30,9 +43,7 @@ func (n *Node) tickLeader() {
 				n.stepDown()
 				return
 			}
-			for k := range n.prs {
-				n.prs[k].recentActive = false
-			}
+			n.followers(func(pr *tracker.Progress) { pr.RecentActive = false })
 		}
 		if n.transferee != None {
 			n.transferee = None // the transfer timed out; accept proposals again
@@ -44,55 +55,37 @@ func (n *Node) tickLeader() {
 	}
 }
 
-// quorumActive reports whether a quorum (the leader included) was heard
-// from since the last check.
-func (n *Node) quorumActive() bool {
-	c := 0
-	for k := range n.prs {
-		if n.prs[k].id == n.id || n.prs[k].recentActive {
-			c++
-		}
-	}
-	return c >= n.quorum()
-}
+// quorumActive reports whether a quorum of the voters (the leader
+// included, when it is one) was heard from since the last check.
+func (n *Node) quorumActive() bool { return n.trk.QuorumActive(uint64(n.id)) }
 
-func (n *Node) bcastAppend() {
-	for k := range n.prs {
-		if n.prs[k].id != n.id {
-			n.sendAppend(&n.prs[k])
-		}
-	}
-}
+func (n *Node) bcastAppend() { n.followers(n.sendAppend) }
 
 // bcastHeartbeat sends every follower a heartbeat. A probe unanswered for
 // two heartbeats is taken as lost and sent again (a retry earlier than that
 // would mostly duplicate a probe still in flight).
 func (n *Node) bcastHeartbeat() {
-	for k := range n.prs {
-		pr := &n.prs[k]
-		if pr.id == n.id {
-			continue
-		}
+	n.followers(func(pr *tracker.Progress) {
 		n.sendHeartbeat(pr)
-		if pr.state == stateProbe && pr.probed {
-			if pr.probeAge++; pr.probeAge >= 2 {
-				pr.probed = false
+		if pr.State == tracker.StateProbe && pr.Probed {
+			if pr.ProbeAge++; pr.ProbeAge >= 2 {
+				pr.Probed = false
 				n.sendAppend(pr)
 			}
 		}
-	}
+	})
 }
 
-// sendAppend sends pr the entries from pr.next on, at most MsgEntriesMax
+// sendAppend sends pr the entries from pr.Next on, at most MsgEntriesMax
 // and MsgBytesMax, unless flow control pauses it: spec SendAppendEntries
 // with prev = next-1. In probe an empty message is sent too: it finds
 // where the follower's log matches.
-func (n *Node) sendAppend(pr *progress) {
-	if pr.paused(&n.cfg) {
+func (n *Node) sendAppend(pr *tracker.Progress) {
+	if pr.Paused(n.window()) {
 		return
 	}
-	lo := pr.next
-	if lo > n.log.last && pr.state == stateReplicate {
+	lo := pr.Next
+	if lo > n.log.last && pr.State == tracker.StateReplicate {
 		return
 	}
 	if lo < n.log.first {
@@ -105,13 +98,13 @@ func (n *Node) sendAppend(pr *progress) {
 		if errors.Is(err, ErrCompacted) {
 			n.sendSnapshot(pr) // storage compacted further than the core was told
 		} else {
-			n.alert(AlertStorage, "reading entries [%d, %d) for follower %d: %v", lo, hi, pr.id, err)
+			n.alert(AlertStorage, "reading entries [%d, %d) for follower %d: %v", lo, hi, pr.ID, err)
 		}
 		return
 	}
 	prevTerm, ok := n.log.term(lo - 1)
 	if !ok {
-		n.alert(AlertStorage, "follower %d needs the term of %d, compacted", pr.id, lo-1)
+		n.alert(AlertStorage, "follower %d needs the term of %d, compacted", pr.ID, lo-1)
 		return
 	}
 	last := lo - 1 + uint64(len(ents))
@@ -119,10 +112,10 @@ func (n *Node) sendAppend(pr *progress) {
 	for _, e := range ents {
 		size += uint64(len(e.Data))
 	}
-	pr.seq++
-	m := Message{Type: MsgApp, To: pr.id, Term: n.hs.Term, PrevLogIndex: lo - 1, PrevLogTerm: prevTerm, Entries: ents,
-		Commit: min(n.log.committed, last), LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.seq}
-	pr.sent(last, size, len(ents))
+	pr.Seq++
+	m := Message{Type: MsgApp, To: NodeID(pr.ID), Term: n.hs.Term, PrevLogIndex: lo - 1, PrevLogTerm: prevTerm, Entries: ents,
+		Commit: min(n.log.committed, last), LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.Seq}
+	pr.Sent(last, size, len(ents))
 	n.sendApp(m)
 }
 
@@ -134,11 +127,11 @@ func (n *Node) sendAppend(pr *progress) {
 // index, two heartbeats that the spec cannot tell apart (it does not see
 // mlog) are sent from the same log, so they are the same spec message: the
 // trace checker is not left guessing which one a follower received.
-func (n *Node) sendHeartbeat(pr *progress) {
+func (n *Node) sendHeartbeat(pr *tracker.Progress) {
 	prev := n.log.last
-	pr.seq++
-	n.sendApp(Message{Type: MsgApp, To: pr.id, Term: n.hs.Term, PrevLogIndex: prev, PrevLogTerm: n.log.lastTerm(),
-		Commit: n.log.committed, LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.seq})
+	pr.Seq++
+	n.sendApp(Message{Type: MsgApp, To: NodeID(pr.ID), Term: n.hs.Term, PrevLogIndex: prev, PrevLogTerm: n.log.lastTerm(),
+		Commit: n.log.committed, LeaderCommit: n.log.committed, Round: n.readRound, Seq: pr.Seq})
 }
 
 func (n *Node) sendApp(m Message) {
@@ -160,9 +153,9 @@ func (n *Node) handleAppResp(m Message) {
 	if n.tr != nil {
 		n.tr.event("HandleAppendEntriesResponseMax", m.From, &m, "")
 	}
-	pr.recentActive = true
-	if m.Round > pr.round {
-		pr.round = m.Round
+	pr.RecentActive = true
+	if m.Round > pr.Round {
+		pr.Round = m.Round
 		n.releaseReads()
 	}
 	if m.Success {
@@ -170,36 +163,36 @@ func (n *Node) handleAppResp(m Message) {
 	} else {
 		n.appReject(pr, &m)
 	}
-	if n.transferee == m.From && pr.match == n.log.last {
+	if n.transferee == m.From && pr.Match == n.log.last {
 		n.sendTimeoutNow(m.From)
 	}
 	n.sendAppend(pr)
 }
 
-func (n *Node) appSuccess(pr *progress, m *Message) {
-	pr.successSeq = max(pr.successSeq, m.Seq)
-	if m.MatchIndex > pr.match {
-		pr.match = m.MatchIndex
+func (n *Node) appSuccess(pr *tracker.Progress, m *Message) {
+	pr.SuccessSeq = max(pr.SuccessSeq, m.Seq)
+	if m.MatchIndex > pr.Match {
+		pr.Match = m.MatchIndex
 		n.maybeCommit()
 	}
-	pr.freeTo(m.MatchIndex)
-	switch pr.state {
-	case stateProbe:
+	pr.FreeTo(m.MatchIndex)
+	switch pr.State {
+	case tracker.StateProbe:
 		switch {
-		case m.MatchIndex+1 < pr.next:
+		case m.MatchIndex+1 < pr.Next:
 			// An old acknowledgment: the probe is still out.
-		case m.MatchIndex >= pr.match:
-			pr.becomeReplicate()
+		case m.MatchIndex >= pr.Match:
+			pr.BecomeReplicate()
 		default:
 			// The follower is re-acquiring entries it had acknowledged
 			// and lost (a corruption): keep probing from what it has.
-			pr.becomeProbe(m.MatchIndex + 1)
+			pr.BecomeProbe(m.MatchIndex + 1)
 		}
-	case stateReplicate:
-		pr.next = max(pr.next, m.MatchIndex+1)
-	case stateSnapshot:
-		if m.MatchIndex >= pr.pendingSnapshot {
-			pr.becomeReplicate() // the follower holds the snapshot: stream from its match
+	case tracker.StateReplicate:
+		pr.Next = max(pr.Next, m.MatchIndex+1)
+	case tracker.StateSnapshot:
+		if m.MatchIndex >= pr.PendingSnapshot {
+			pr.BecomeReplicate() // the follower holds the snapshot: stream from its match
 		}
 	}
 }
@@ -221,25 +214,25 @@ func (n *Node) handlePassiveResp(m Message) {
 		n.sendAppend(pr)
 		return
 	}
-	pr.successSeq = max(pr.successSeq, m.Seq)
-	pr.freeTo(m.MatchIndex)
-	switch pr.state {
-	case stateProbe:
+	pr.SuccessSeq = max(pr.SuccessSeq, m.Seq)
+	pr.FreeTo(m.MatchIndex)
+	switch pr.State {
+	case tracker.StateProbe:
 		switch {
-		case m.MatchIndex+1 < pr.next:
+		case m.MatchIndex+1 < pr.Next:
 			// An old report: the probe is still out.
-		case m.MatchIndex >= pr.match:
-			pr.becomeReplicate()
-			pr.next = m.MatchIndex + 1 // match is not raised
+		case m.MatchIndex >= pr.Match:
+			pr.BecomeReplicate()
+			pr.Next = m.MatchIndex + 1 // match is not raised
 		default:
-			pr.becomeProbe(m.MatchIndex + 1)
+			pr.BecomeProbe(m.MatchIndex + 1)
 		}
-	case stateReplicate:
-		pr.next = max(pr.next, m.MatchIndex+1)
-	case stateSnapshot:
-		if m.MatchIndex >= pr.pendingSnapshot {
-			pr.becomeReplicate()
-			pr.next = m.MatchIndex + 1 // match is not raised
+	case tracker.StateReplicate:
+		pr.Next = max(pr.Next, m.MatchIndex+1)
+	case tracker.StateSnapshot:
+		if m.MatchIndex >= pr.PendingSnapshot {
+			pr.BecomeReplicate()
+			pr.Next = m.MatchIndex + 1 // match is not raised
 		}
 	}
 	n.sendAppend(pr)
@@ -248,17 +241,17 @@ func (n *Node) handlePassiveResp(m Message) {
 // appReject backs off with the follower's hint (fast back-off): the next
 // probe starts after the last index whose term is at most the hint's term.
 // A rejection older than the latest success is stale and ignored.
-func (n *Node) appReject(pr *progress, m *Message) {
-	if m.Seq < pr.successSeq || pr.state == stateSnapshot {
+func (n *Node) appReject(pr *tracker.Progress, m *Message) {
+	if m.Seq < pr.SuccessSeq || pr.State == tracker.StateSnapshot {
 		return // stale, or the follower is being sent a snapshot (its heartbeat answers reject)
 	}
 	hint := min(m.HintIndex, n.log.last)
 	next := n.log.findConflictByTerm(hint, m.HintTerm) + 1
 	next = max(1, min(next, n.log.last+1))
-	if pr.state == stateProbe && next >= pr.next {
+	if pr.State == tracker.StateProbe && next >= pr.Next {
 		return // nothing new learned; the probe is still out
 	}
-	pr.becomeProbe(min(next, pr.next))
+	pr.BecomeProbe(min(next, pr.Next))
 }
 
 // maybeCommit is spec AdvanceCommitIndex: the largest index a quorum holds
@@ -299,22 +292,16 @@ func (n *Node) entryBytes(i uint64) uint64 {
 
 // commitQuorumIndex is the largest index held by a quorum: the leader at
 // its durable index, each follower at its acknowledged match.
+//
+// Only the voters of the configuration in force count (package quorum):
+// a learner's match never does, nor the leader's own once it removed
+// itself.
 func (n *Node) commitQuorumIndex() uint64 {
-	vals := n.scratch[:0]
-	for k := range n.prs {
-		pr := &n.prs[k]
-		v := pr.match
-		if pr.id == n.id {
-			v = n.log.durable
-			if n.has(BugSelfCountsAppended) {
-				v = n.log.last
-			}
-		}
-		vals = append(vals, v)
+	self := n.log.durable
+	if n.has(BugSelfCountsAppended) {
+		self = n.log.last
 	}
-	n.scratch = vals
-	slices.Sort(vals)
-	return vals[len(vals)-n.quorum()]
+	return n.trk.Committed(uint64(n.id), self)
 }
 
 // TransferLeadership hands leadership to a voter: once its durable match
@@ -330,15 +317,15 @@ func (n *Node) TransferLeadership(to NodeID) error {
 		return ErrNotLeader
 	case to == n.id:
 		return nil
-	case n.voterIndex(to) < 0:
-		return errors.New("raft: transfer to a non-voter")
+	case !n.isVoter(to):
+		return fmt.Errorf("%w: transfer to %d", ErrNotVoter, to)
 	}
 	if n.transferee == to {
 		return nil
 	}
 	n.transferee, n.electionElapsed = to, 0
 	pr := n.progressOf(to)
-	if pr.match == n.log.last {
+	if pr.Match == n.log.last {
 		n.sendTimeoutNow(to)
 		return nil
 	}

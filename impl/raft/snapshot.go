@@ -3,6 +3,8 @@ package raft
 import (
 	"fmt"
 
+	"github.com/durableraft/durableraft/impl/raft/tracker"
+
 	"github.com/durableraft/durableraft/trace"
 )
 
@@ -79,6 +81,7 @@ func (n *Node) Compact(through uint64) error {
 			through, l.applied, l.committed, l.durable, n.snaps.snap.Index)
 	}
 	l.compact(through)
+	n.compactConfs(through)
 	return nil
 }
 
@@ -119,22 +122,24 @@ func (l *raftLog) restore(index, term uint64) {
 // the snapshot's, and it passes every snapshot once the leader commits an
 // entry of its term). Until the driver reports (ReportSnapshot) or the
 // follower acknowledges the snapshot's index, pr is paused.
-func (n *Node) sendSnapshot(pr *progress) {
+func (n *Node) sendSnapshot(pr *tracker.Progress) {
 	s := n.snaps.snap
 	switch {
 	case s.Index == 0 || s.Index+1 < n.log.first:
-		n.alert(AlertStorage, "follower %d needs entries from %d, compacted, and no snapshot covers them (snapshot %d)", pr.id, pr.next, s.Index)
+		n.alert(AlertStorage, "follower %d needs entries from %d, compacted, and no snapshot covers them (snapshot %d)", pr.ID, pr.Next, s.Index)
 		return
 	case s.Index > n.log.committed:
 		// The commit index passes it once this leader commits an entry of
 		// its term; the probe's retry (bcastHeartbeat) asks again.
-		if pr.state == stateProbe {
-			pr.probed, pr.probeAge = true, 0
+		if pr.State == tracker.StateProbe {
+			pr.Probed, pr.ProbeAge = true, 0
 		}
 		return
 	}
-	pr.becomeSnapshot(s.Index)
-	m := Message{Type: MsgSnap, To: pr.id, Term: n.hs.Term, PrevLogIndex: s.Index, PrevLogTerm: s.Term, LeaderCommit: n.log.committed}
+	pr.BecomeSnapshot(s.Index)
+	conf := Entry{Index: s.Index, Term: s.Term, Data: EncodeMembership(membershipOf(n.confs.at(s.Index)))}
+	m := Message{Type: MsgSnap, To: NodeID(pr.ID), Term: n.hs.Term, PrevLogIndex: s.Index, PrevLogTerm: s.Term, LeaderCommit: n.log.committed,
+		Entries: []Entry{conf}}
 	m.From = n.id
 	if n.tr != nil {
 		n.snaps.prefix = n.tr.log[:s.Index]
@@ -154,26 +159,29 @@ func (n *Node) sendSnapshot(pr *progress) {
 func (n *Node) ReportSnapshot(to NodeID, index uint64, delivered bool) {
 	defer n.checkInvariants()
 	pr := n.progressOf(to)
-	if n.role != RoleLeader || pr == nil || pr.id == n.id || pr.state != stateSnapshot || pr.pendingSnapshot != index {
+	if n.role != RoleLeader || pr == nil || NodeID(pr.ID) == n.id || pr.State != tracker.StateSnapshot || pr.PendingSnapshot != index {
 		return
 	}
 	if delivered {
 		// What the follower answered before it took the snapshot is stale:
 		// a rejection of an earlier heartbeat must not send it back to a
 		// snapshot (successSeq marks what is older).
-		pr.successSeq = max(pr.successSeq, pr.seq+1)
-		pr.becomeProbe(index + 1)
+		pr.SuccessSeq = max(pr.SuccessSeq, pr.Seq+1)
+		pr.BecomeProbe(index + 1)
 		n.sendAppend(pr)
 		return
 	}
-	pr.becomeProbe(pr.match + 1)
-	pr.probed = true // retried at the probe's cadence, not at once (the report may repeat)
+	pr.BecomeProbe(pr.Match + 1)
+	pr.Probed = true // retried at the probe's cadence, not at once (the report may repeat)
 }
 
 // StepSnapshot hands the node a snapshot a leader streamed to it, in full
 // and verified by the driver: m is its MsgSnap (PrevLogIndex and
 // PrevLogTerm the snapshot's last entry, LeaderCommit the leader's commit
-// index), prefix the trace's entries up to it (tracing only; nil
+// index, and in Entries, optionally, one entry at the snapshot's index and
+// term whose data is the configuration the snapshot records, as the
+// leader's MsgSnap carries it: EncodeMembership; without it the
+// configuration is the initial one, Config.Voters), prefix the trace's entries up to it (tracing only; nil
 // otherwise). It reports whether the node installs it: then Ready.Snapshot
 // asks the driver to restore the state machine from it and reset the WAL
 // after it, before the next input. A snapshot the log already covers (its
@@ -188,7 +196,7 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	if m.Type != MsgSnap {
 		return false, fmt.Errorf("%w: StepSnapshot of %v", ErrInvalidMessage, m.Type)
 	}
-	if err := Validate(&m, n.id, n.voters); err != nil {
+	if err := Validate(&m, n.id, nil); err != nil {
 		return false, err
 	}
 	if n.tr != nil && uint64(len(prefix)) != m.PrevLogIndex {
@@ -229,6 +237,8 @@ func (n *Node) installSnapshot(m *Message, prefix []trace.Entry) {
 	index, term := m.PrevLogIndex, m.PrevLogTerm
 	n.dropPendingAcks()
 	n.log.restore(index, term)
+	n.confs = confHistory{{index: index, cfg: n.snapshotConfig(m)}}
+	n.applyConfig()
 	n.hs.LearnedCommit = max(n.hs.LearnedCommit, n.learnedFrom(m.LeaderCommit, index))
 	n.snaps.snap = SnapshotInfo{Index: index, Term: term}
 	n.snaps.installing = &SnapshotInfo{Index: index, Term: term}

@@ -7,7 +7,7 @@ import "fmt"
 // an invalid message is refused with ErrInvalidMessage and changes nothing.
 // A node whose WAL failed refuses every message with ErrWALFailed.
 func (n *Node) Step(m Message) error {
-	if err := Validate(&m, n.id, n.voters); err != nil {
+	if err := Validate(&m, n.id, nil); err != nil {
 		return err
 	}
 	if m.Type == MsgSnap {
@@ -37,7 +37,9 @@ func (n *Node) Step(m Message) error {
 			if n.tr != nil {
 				n.tr.event("DropStaleResponse", m.From, &m, "")
 			}
-		case n.role != RoleLeader:
+		case n.role != RoleLeader || n.progressOf(m.From) == nil:
+			// Not leading, or from no member of the configuration in force
+			// (a removed member, or one whose addition was cut).
 			n.traceDrop(&m)
 		default:
 			n.handleAppResp(m)
@@ -46,7 +48,7 @@ func (n *Node) Step(m Message) error {
 		// A member whose hard state was lost: flow control only. It raises
 		// no term and counts toward nothing; for another term, or when this
 		// node does not lead, it is ignored. No spec step.
-		if m.Term == n.hs.Term && n.role == RoleLeader {
+		if m.Term == n.hs.Term && n.role == RoleLeader && n.progressOf(m.From) != nil {
 			n.handlePassiveResp(m)
 		}
 	case MsgPreVote:
@@ -58,6 +60,8 @@ func (n *Node) Step(m Message) error {
 	default:
 		panic(fmt.Sprintf("raft: Step: validated message of type %v", m.Type))
 	}
+	n.maybeStepDownRemoved()
+	n.maybeAutoPromote()
 	return nil
 }
 

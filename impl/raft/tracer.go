@@ -51,6 +51,13 @@ type TraceParams struct {
 	BadCommits int
 	// Bugs are the test switches the nodes run with (Config.TestingBugs).
 	Bugs Bug
+	// Membership: configurations are log entries and ChangeConfig a step
+	// (docs/membership.md). Voters are then every node of the run, ids
+	// 1..N (N <= 5) in order, so that node k is the spec's server k (a
+	// configuration entry's value names servers by position), and
+	// InitVoters the initial voters, nodes 1..InitVoters (0: all).
+	Membership bool
+	InitVoters int
 }
 
 // TraceConfig is the Init event's config for an impl trace: profile
@@ -66,8 +73,12 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 	if p.BadCommits < 0 || p.BadCommits > trace.MaxIndex {
 		return nil, fmt.Errorf("raft: trace budget badCommits=%d out of range", p.BadCommits)
 	}
+	if err := p.checkMembership(); err != nil {
+		return nil, err
+	}
 	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
-		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: (p.Bugs &^ ReportingBugs).String(), Production: true, Source: "impl"}
+		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: p.declaredBugs().String(), Production: true, Source: "impl"}
+	c.Membership, c.InitVoters = p.Membership, p.InitVoters
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
 	}
@@ -75,6 +86,38 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 		c.Corruptions = DefaultTraceBudget
 	}
 	return c, nil
+}
+
+// membershipBugs are the switches of the membership rules: without
+// Membership no step is theirs, and the trace does not declare them (spec
+// takes them with membership only).
+const membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
+
+// declaredBugs are the switches a trace's config names.
+func (p *TraceParams) declaredBugs() Bug {
+	b := p.Bugs &^ ReportingBugs
+	if !p.Membership {
+		b &^= membershipBugs
+	}
+	return b
+}
+
+func (p *TraceParams) checkMembership() error {
+	if !p.Membership {
+		if p.InitVoters != 0 {
+			return fmt.Errorf("raft: trace: init voters need Membership")
+		}
+		return nil
+	}
+	if len(p.Voters) > traceMembershipServersMax || p.InitVoters < 0 || p.InitVoters > len(p.Voters) {
+		return fmt.Errorf("raft: trace with membership: %d nodes (at most %d), %d initial voters", len(p.Voters), traceMembershipServersMax, p.InitVoters)
+	}
+	for k, id := range p.Voters {
+		if id != NodeID(k+1) {
+			return fmt.Errorf("raft: trace with membership: the nodes must be 1..%d in order, not %v", len(p.Voters), p.Voters)
+		}
+	}
+	return nil
 }
 
 // traceNames is the names of voters, in order, checked: valid trace
@@ -98,8 +141,13 @@ func traceNames(voters []NodeID, names map[NodeID]string) ([]string, error) {
 	return out, nil
 }
 
-// traceValue maps an entry's data to a value in 1..TraceValues (FNV-1a).
+// traceValue maps an entry's data to a value in 1..TraceValues (FNV-1a),
+// or a configuration entry's to the spec's configuration value
+// (configTraceValue).
 func traceValue(data []byte) int {
+	if IsConfigEntry(data) {
+		return configTraceValue(data)
+	}
 	h := uint32(2166136261)
 	for _, b := range data {
 		h ^= uint32(b)
@@ -241,6 +289,49 @@ func (t *tracer) event(action string, peer NodeID, m *Message, branch string) {
 		}
 	}
 	t.sink.Event(e)
+}
+
+// configTraceValue is spec's value of a configuration entry
+// (spec.MemberConfig.Value, docs/membership.md): 13 + Σ d(k)·3^(k-1) over
+// the trace's servers s1..s5, d = 0 (not a member), 1 (learner), 2
+// (voter). A trace with membership names node k as its server k
+// (TraceParams.Membership). A configuration naming a node beyond 5 has no
+// spec value: 0, which the checker refuses.
+func configTraceValue(data []byte) int {
+	m, err := DecodeMembership(data)
+	if err != nil {
+		return 0
+	}
+	code := 0
+	for _, l := range []struct {
+		ids []NodeID
+		d   int
+	}{{m.Voters, 2}, {m.Learners, 1}} {
+		for _, id := range l.ids {
+			if id < 1 || id > traceMembershipServersMax {
+				return 0
+			}
+			p := 1
+			for k := NodeID(1); k < id; k++ {
+				p *= 3
+			}
+			code += l.d * p
+		}
+	}
+	return traceConfigValueBase + code
+}
+
+// The spec's configuration values (spec/membership.go).
+const (
+	traceConfigValueBase      = 13
+	traceMembershipServersMax = 5
+)
+
+// changeConfig reports spec ChangeConfig: the leader appended the
+// configuration entry data, changing server peer.
+func (t *tracer) changeConfig(peer NodeID, data []byte) {
+	v := configTraceValue(data)
+	t.sink.Event(trace.Event{Action: "ChangeConfig", Node: t.name, Peer: TraceName(t.names, peer), Value: &v, State: t.nodeState()})
 }
 
 func (t *tracer) clientRequest(data []byte) {

@@ -6,7 +6,10 @@ import (
 )
 
 // Validate checks every field of a message from the network before the node
-// uses any: the sender is another voter and the recipient is self; terms
+// uses any: the sender is another node (one of voters, when voters is not
+// nil; the core passes nil: with membership changes a message may come
+// from a learner, or from a voter the receiver's log does not know yet, as
+// in the spec) and the recipient is self; terms
 // and indexes are within TermMax and IndexMax (so a peer-supplied 2^64-1
 // is refused, never wrapped or looped over); the fields a type does not
 // carry are zero (strict on the wire: one flipped bit does not pass as
@@ -30,7 +33,7 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 		return fmt.Errorf("unknown type %d", uint8(m.Type))
 	case m.To != self:
 		return fmt.Errorf("addressed to %d, not %d", m.To, self)
-	case m.From == self || m.From == None || !slices.Contains(voters, m.From):
+	case m.From == self || m.From == None || (voters != nil && !slices.Contains(voters, m.From)):
 		return fmt.Errorf("from %d: not another voter", m.From)
 	case m.Term < 1 || m.Term > TermMax:
 		return fmt.Errorf("term %d out of range", m.Term)
@@ -77,7 +80,16 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 	if !app && !snap && (m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || m.LeaderCommit != 0) {
 		return fmt.Errorf("append fields set")
 	}
-	if !app && (len(m.Entries) != 0 || m.Commit != 0) {
+	if snap && len(m.Entries) == 1 && m.Commit == 0 {
+		// The snapshot's configuration (StepSnapshot): the driver's local
+		// message, never on the wire.
+		if e := m.Entries[0]; e.Index != m.PrevLogIndex || e.Term != m.PrevLogTerm {
+			return fmt.Errorf("snapshot configuration at %d/%d, snapshot %d/%d", e.Term, e.Index, m.PrevLogTerm, m.PrevLogIndex)
+		}
+		if _, err := DecodeMembership(m.Entries[0].Data); err != nil {
+			return err
+		}
+	} else if !app && (len(m.Entries) != 0 || m.Commit != 0) {
 		return fmt.Errorf("append fields set")
 	}
 	if !appResp && (m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0) {
@@ -110,6 +122,11 @@ func validateApp(m *Message) error {
 			return fmt.Errorf("entry %d has term %d, want [%d, %d]", e.Index, e.Term, term, m.Term)
 		}
 		term = e.Term
+		if IsConfigEntry(e.Data) {
+			if _, err := DecodeMembership(e.Data); err != nil {
+				return fmt.Errorf("entry %d: %w", e.Index, err)
+			}
+		}
 		if size += uint64(len(e.Data)); size > WireBytesMax {
 			return fmt.Errorf("more than %d bytes of entries", WireBytesMax)
 		}

@@ -38,11 +38,15 @@ const (
 	// EventJob: a job the replica handed out (TakeJob) is back, done or
 	// failed (Event.Job).
 	EventJob
+	// EventChangeConfig: a single-server membership change (Event.Change),
+	// answered once its configuration entry is applied (membership.go).
+	EventChangeConfig
 )
 
 var eventKindNames = [...]string{
 	EventMessage: "message", EventTick: "tick", EventPropose: "propose", EventRead: "read",
 	EventWAL: "wal", EventTransfer: "transfer", EventCampaign: "campaign", EventFenceState: "fence-state", EventJob: "job",
+	EventChangeConfig: "change-config",
 }
 
 func (k EventKind) String() string {
@@ -62,6 +66,7 @@ type Event struct {
 	To        raft.NodeID
 	Reason    string // EventFenceState
 	Job       *Job
+	Change    *ChangeRequest // EventChangeConfig
 }
 
 // Proposal is one client write: Data becomes one log entry. Done is called
@@ -134,7 +139,7 @@ var (
 // Definite reports whether err says for certain that the write was not and
 // will not be applied.
 func Definite(err error) bool {
-	for _, e := range []error{ErrNotLeader, ErrFenced, ErrTooLarge, ErrBusy, ErrWAL, ErrLost} {
+	for _, e := range []error{ErrNotLeader, ErrFenced, ErrTooLarge, ErrBusy, ErrWAL, ErrLost, ErrChangeRefused} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -45,6 +45,9 @@ func (r *Replica) processReady(rd raft.Ready) {
 		hs.LearnedCommit = rd.LearnedCommit
 		r.submitHardState(hs)
 	}
+	if rd.MembershipChanged {
+		r.noteMembership()
+	}
 	if rd.Snapshot != nil {
 		if r.failErr == nil {
 			r.installSnapshot(*rd.Snapshot)
@@ -202,7 +205,7 @@ func (r *Replica) apply(e raft.Entry) {
 	if r.timing() {
 		start = r.cfg.Now()
 	}
-	val := r.sm.Apply(e)
+	val := r.sm.Apply(stateMachineEntry(e))
 	if r.timing() {
 		r.cfg.ObserveStage(StageApply, r.cfg.Now().Sub(start))
 	}

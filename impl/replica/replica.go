@@ -56,6 +56,11 @@ type Config struct {
 	// timed and no clock is read.
 	Now          func() time.Time
 	ObserveStage func(Stage, time.Duration)
+	// OnMembership, when set, is called on the replica's goroutine with the
+	// configuration in force whenever it changes (an entry appended or cut,
+	// a snapshot installed) and once at boot: the server updates its
+	// transport's peers. It must not block.
+	OnMembership func(raft.Membership)
 }
 
 // Replica runs one member: the protocol core over the WAL, with a state
@@ -215,6 +220,7 @@ func New(cfg Config) (*Replica, error) {
 		"truncated_at_term", st.HardState.TruncatedAtTerm, "fence", st.Fence.String(), "fence_row", st.FenceRow)
 	r.fence = raft.OutcomeEligible
 	r.logFence(st) // a fenced boot: FENCE SET, once
+	r.noteMembership()
 	// The boot's own Ready first: a TRUNCATED verdict's mark (and a first
 	// boot's term) must be durable before anything else happens.
 	r.processReadies()
@@ -400,6 +406,8 @@ func (r *Replica) input(ev Event) {
 		if err := r.node.Campaign(); err != nil {
 			r.refusedPromotion(err)
 		}
+	case EventChangeConfig:
+		r.changeConfig(ev.Change)
 	case EventFenceState:
 		r.node.FenceStateDiverged(ev.Reason)
 		r.log.Error("replica: FENCE SET: the state check found my state diverged; no vote, no campaign until restarted", "why", ev.Reason)

@@ -35,6 +35,9 @@ func (h *hashSM) Apply(e raft.Entry) []byte {
 	if e.Index != h.index+1 {
 		panic(fmt.Sprintf("hashSM: apply %d after %d", e.Index, h.index))
 	}
+	if raft.IsConfigEntry(e.Data) {
+		panic(fmt.Sprintf("hashSM: the configuration entry %d reached the state machine", e.Index))
+	}
 	h.index, h.term = e.Index, e.Term
 	f := fnv.New64a()
 	_ = binary.Write(f, binary.LittleEndian, h.hash)
@@ -126,15 +129,28 @@ type ccluster struct {
 	chunks      int // snapshot data chunks delivered
 	leaderTerms map[uint64]raft.NodeID
 	coreBugs    raft.Bug // the core's test switches of the nodes booted from now on
+	// voters are the initial configuration (nil: every node); the others
+	// join (raft.Config.Joining). members is each node's configuration in
+	// force as Config.OnMembership last reported it.
+	voters  []raft.NodeID
+	members map[raft.NodeID]raft.Membership
 }
 
 var snapTestWAL = wal.Options{Stepped: true, SegmentBytes: 16 << 10, BlockBytes: 512, EntryBytesMax: 1 << 10, TailCacheBytes: 4 << 10}
 
 func newCCluster(t *testing.T, n int, opts SnapshotOptions) *ccluster {
-	c := &ccluster{t: t, nodes: map[raft.NodeID]*cnode{}, opts: opts, leaderTerms: map[uint64]raft.NodeID{}}
+	return newCClusterVoters(t, n, n, opts)
+}
+
+// newCClusterVoters is newCCluster whose first voters nodes are the
+// cluster; the others start outside it.
+func newCClusterVoters(t *testing.T, n, voters int, opts SnapshotOptions) *ccluster {
+	c := &ccluster{t: t, nodes: map[raft.NodeID]*cnode{}, opts: opts, leaderTerms: map[uint64]raft.NodeID{},
+		members: map[raft.NodeID]raft.Membership{}}
 	for k := 1; k <= n; k++ {
 		c.ids = append(c.ids, raft.NodeID(k))
 	}
+	c.voters = c.ids[:voters]
 	for _, id := range c.ids {
 		nd := &cnode{id: id, disk: vfs.NewMemFS(vfs.MemConfig{Seed: uint64(id)})}
 		c.nodes[id] = nd
@@ -155,9 +171,19 @@ func (c *ccluster) boot(n *cnode) error {
 	n.sm = &hashSM{}
 	so := c.opts
 	so.FS, so.Dir = n.disk, "/d/snap"
-	cfg := raft.Config{ID: n.id, Voters: c.ids, ElectionTick: 10, HeartbeatTick: 1, Rand: rand.New(rand.NewPCG(uint64(n.id), 1)),
+	voters := c.voters
+	if voters == nil {
+		voters = c.ids
+	}
+	cfg := raft.Config{ID: n.id, Voters: voters, Joining: !slices.Contains(voters, n.id), ElectionTick: 10, HeartbeatTick: 1, Rand: rand.New(rand.NewPCG(uint64(n.id), 1)),
 		PreVote: true, CheckQuorum: true, MsgEntriesMax: 64, TestingBugs: c.coreBugs}
-	r, err := New(Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n, Logger: quiet, Snapshots: &so})
+	onMembership := func(m raft.Membership) {
+		if c.members != nil {
+			c.members[n.id] = m
+		}
+	}
+	r, err := New(Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n, Logger: quiet, Snapshots: &so,
+		OnMembership: onMembership})
 	if err != nil {
 		_ = w.Close()
 		return err

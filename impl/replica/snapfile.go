@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/wal/vfs"
@@ -53,6 +54,11 @@ type SnapshotMeta struct {
 	Index, Term uint64
 	Chain       uint32
 	Voters      []raft.NodeID
+	// Membership is the configuration in force at Index (its voters are
+	// Voters), when it is not Voters alone: it has learners or removed
+	// ids, or was changed from the initial one (raft.Boot.Membership, the
+	// MsgSnap's configuration entry). nil: Voters are the configuration.
+	Membership  *raft.Membership
 	TracePrefix []trace.Entry
 	// BlockBytes is the body's block size (a transfer chunk).
 	BlockBytes int
@@ -74,8 +80,14 @@ func encodeSnapHeader(m *SnapshotMeta) ([]byte, error) {
 		return nil, fmt.Errorf("replica: snapshot block of %d bytes", m.BlockBytes)
 	case m.TracePrefix != nil && uint64(len(m.TracePrefix)) != m.Index:
 		return nil, fmt.Errorf("replica: snapshot at %d with a trace prefix of %d entries", m.Index, len(m.TracePrefix))
+	case m.Membership != nil && (m.Membership.Valid() != nil || !slices.Equal(m.Membership.Voters, m.Voters)):
+		return nil, fmt.Errorf("replica: snapshot configuration %v with the voters %v", *m.Membership, m.Voters)
 	}
-	b := make([]byte, snapHeaderFixed, snapHeaderFixed+8*len(m.Voters)+len(m.TracePrefix)+12*len(runs))
+	var conf []byte
+	if m.Membership != nil {
+		conf = raft.EncodeMembership(*m.Membership)
+	}
+	b := make([]byte, snapHeaderFixed, snapHeaderFixed+8*len(m.Voters)+len(conf)+len(m.TracePrefix)+12*len(runs))
 	copy(b[4:], snapMagic)
 	le := binary.LittleEndian
 	le.PutUint32(b[12:], snapVersion)
@@ -88,6 +100,8 @@ func encodeSnapHeader(m *SnapshotMeta) ([]byte, error) {
 	for _, v := range m.Voters {
 		b = le.AppendUint64(b, uint64(v))
 	}
+	le.PutUint32(b[52:], uint32(len(conf)))
+	b = append(b, conf...)
 	for _, r := range runs {
 		b = le.AppendUint64(b, uint64(r.Term))
 		b = le.AppendUint32(b, uint32(len(r.Values)))
@@ -136,7 +150,7 @@ func decodeSnapHeader(b []byte) (SnapshotMeta, error) {
 	if got, want := crc32.Checksum(b[4:], snapCastagnoli), le.Uint32(b); got != want {
 		return m, fmt.Errorf("%w: header checksum %08x, computed %08x", ErrSnapshotCorrupt, want, got)
 	}
-	if v := le.Uint32(b[12:]); v != snapVersion || !isZeroBytes(b[52:64]) {
+	if v := le.Uint32(b[12:]); v != snapVersion || !isZeroBytes(b[56:64]) {
 		return m, fmt.Errorf("%w: version %d or reserved bytes set", ErrSnapshotCorrupt, v)
 	}
 	m.BlockBytes = int(le.Uint32(b[20:]))
@@ -157,6 +171,16 @@ func decodeSnapHeader(b []byte) (SnapshotMeta, error) {
 			return m, fmt.Errorf("%w: voter %d after %v", ErrSnapshotCorrupt, id, m.Voters)
 		}
 		m.Voters, p = append(m.Voters, id), p[8:]
+	}
+	if confBytes := uint64(le.Uint32(b[52:])); confBytes > 0 {
+		if confBytes > uint64(len(p)) {
+			return m, fmt.Errorf("%w: a configuration of %d bytes in %d", ErrSnapshotCorrupt, confBytes, len(p))
+		}
+		conf, err := raft.DecodeMembership(p[:confBytes])
+		if err != nil || !slices.Equal(conf.Voters, m.Voters) {
+			return m, fmt.Errorf("%w: configuration %v (voters %v): %v", ErrSnapshotCorrupt, conf, m.Voters, err)
+		}
+		m.Membership, p = &conf, p[confBytes:]
 	}
 	prefix, err := decodeRuns(p, runs, m.Index)
 	if err != nil {

@@ -2,7 +2,9 @@ package replica
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 	"testing"
 
@@ -89,6 +91,42 @@ func TestSnapshotFileRoundTrip(t *testing.T) {
 	}
 }
 
+func metaWithMembership(index uint64) SnapshotMeta {
+	m := testMeta(index, true)
+	m.Membership = &raft.Membership{Voters: m.Voters, Learners: []raft.NodeID{7}, Removed: []raft.NodeID{3}}
+	return m
+}
+
+// TestSnapshotFileMembership: the configuration a snapshot records reads
+// back; one whose voters differ from the header's, or that does not
+// verify, is refused at write and at read.
+func TestSnapshotFileMembership(t *testing.T) {
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	meta := metaWithMembership(12)
+	writeSnapFile(t, fs, "/s", meta, []byte("state"))
+	got, _, err := readSnapBody(fs, "/s")
+	if err != nil || got.Membership == nil || got.Membership.String() != meta.Membership.String() {
+		t.Fatalf("read back %+v, %v", got.Membership, err)
+	}
+	bad := meta
+	bad.Membership = &raft.Membership{Voters: []raft.NodeID{1, 2}}
+	if _, err := encodeSnapHeader(&bad); err == nil {
+		t.Fatal("a configuration whose voters differ from the header's was written")
+	}
+	hdr, err := encodeSnapHeader(&meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The configuration's last id byte (the removed 3) made a voter's 1: the
+	// checksum is recomputed, so only the configuration's own checks stand.
+	k := bytes.Index(hdr, raft.EncodeMembership(*meta.Membership))
+	hdr[k+len(raft.EncodeMembership(*meta.Membership))-1] = 1
+	binary.LittleEndian.PutUint32(hdr[0:], crc32.Checksum(hdr[4:], snapCastagnoli))
+	if _, err := decodeSnapHeader(hdr); !errors.Is(err, ErrSnapshotCorrupt) {
+		t.Fatalf("a header with an invalid configuration: %v", err)
+	}
+}
+
 // TestSnapshotFileRefusesDamage: every single-bit flip anywhere in a file,
 // and every truncation, is refused with ErrSnapshotCorrupt, both by the
 // whole-file check and by the stream a restore reads, which hands out no
@@ -139,7 +177,7 @@ func appendInt(b []byte, n int) []byte {
 // FuzzSnapshotHeader: the header decoder never panics, and what it accepts
 // re-encodes to the same bytes.
 func FuzzSnapshotHeader(f *testing.F) {
-	for _, m := range []SnapshotMeta{testMeta(1, false), testMeta(9, true), testMeta(300, true)} {
+	for _, m := range []SnapshotMeta{testMeta(1, false), testMeta(9, true), testMeta(300, true), metaWithMembership(9)} {
 		b, err := encodeSnapHeader(&m)
 		if err != nil {
 			f.Fatal(err)

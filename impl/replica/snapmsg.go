@@ -68,7 +68,7 @@ func checkChunk(m *Message, self raft.NodeID, voters []raft.NodeID, chunkMax int
 	switch {
 	case c == nil || m.Type != raft.MsgSnap:
 		return fmt.Errorf("%w: %v without a snapshot chunk", ErrChunk, m.Type)
-	case m.To != self || m.From == self || !slices.Contains(voters, m.From):
+	case m.To != self || m.From == self || m.From == raft.None || (voters != nil && !slices.Contains(voters, m.From)):
 		return fmt.Errorf("%w: from %d to %d", ErrChunk, m.From, m.To)
 	case m.Term < 1 || m.Term > raft.TermMax || m.PrevLogIndex < 1 || m.PrevLogIndex > raft.IndexMax ||
 		m.PrevLogTerm < 1 || m.PrevLogTerm > m.Term:

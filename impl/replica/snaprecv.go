@@ -73,7 +73,7 @@ func (r *Replica) handleSnapMessage(m *Message) {
 		}
 		return
 	}
-	if err := checkChunk(m, r.id, r.cfg.Raft.Voters, max(s.opts.ChunkBytes, snapFrameBytes+s.opts.ChunkBytes), s.opts.SizeMax); err != nil {
+	if err := checkChunk(m, r.id, nil, max(s.opts.ChunkBytes, snapFrameBytes+s.opts.ChunkBytes), s.opts.SizeMax); err != nil {
 		s.stats.ChunksRefused++
 		r.stats.MessagesInvalid.Add(1)
 		r.alert.log(r.log, "chunk", "replica: snapshot message refused", "from", uint64(m.From), "err", err)
@@ -196,6 +196,10 @@ func (r *Replica) snapshotVerified(j *Job) {
 	}
 	core := raft.Message{Type: raft.MsgSnap, From: rv.key.from, To: r.id, Term: rv.leaderTerm,
 		PrevLogIndex: rv.key.index, PrevLogTerm: rv.key.term, LeaderCommit: rv.commit}
+	if c := j.meta.Membership; c != nil {
+		// The configuration the snapshot records (raft.Node.StepSnapshot).
+		core.Entries = []raft.Entry{{Index: rv.key.index, Term: rv.key.term, Data: raft.EncodeMembership(*c)}}
+	}
 	s.installName, s.installMeta = j.name, j.meta
 	installed, err := r.node.StepSnapshot(core, j.meta.TracePrefix)
 	if err != nil || !installed {

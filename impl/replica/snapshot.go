@@ -181,8 +181,15 @@ func (r *Replica) startSnapshot() error {
 		return err
 	}
 	voters := slices.Sorted(slices.Values(r.cfg.Raft.Voters))
-	meta := SnapshotMeta{Index: r.applied, Term: term, Chain: chain, Voters: voters,
+	conf, err := r.node.MembershipAt(r.applied)
+	if err != nil {
+		return err
+	}
+	meta := SnapshotMeta{Index: r.applied, Term: term, Chain: chain, Voters: conf.Voters,
 		TracePrefix: r.node.TracePrefix(r.applied), BlockBytes: s.opts.ChunkBytes}
+	if len(conf.Learners) > 0 || len(conf.Removed) > 0 || !slices.Equal(conf.Voters, voters) {
+		meta.Membership = &conf
+	}
 	header, err := encodeSnapHeader(&meta)
 	if err != nil {
 		return err
@@ -381,6 +388,9 @@ func (r *Replica) bootWithSnapshots(boot *raft.Boot) error {
 	}
 	r.snaps.bootRow = b.row.row
 	boot.Snapshot, boot.TracePrefix, boot.Applied = b.info, b.prefix, b.info.Index
+	if b.info.Index > 0 {
+		boot.Membership = b.meta.Membership // the configuration at the snapshot restored
+	}
 	r.applied = b.info.Index
 	if b.truncated {
 		boot.Verdict = raft.VerdictTruncated

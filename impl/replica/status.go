@@ -80,6 +80,8 @@ type Stats struct {
 	// Campaigns counts the elections this replica started (became a
 	// candidate); LeaderElections the ones it won.
 	Campaigns atomic.Uint64
+	// MembershipChanges counts the changes of the configuration in force.
+	MembershipChanges atomic.Uint64
 }
 
 // Stats returns the replica's counters.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -291,7 +292,7 @@ func (n *Node) open() error {
 	n.sm.checkEvery, n.sm.divergeAt = cfg.StateCheckEvery, cfg.TestingDivergeAt
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
 		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Snapshots: so,
-		Now: time.Now, ObserveStage: n.metrics.observeStage})
+		Now: time.Now, ObserveStage: n.metrics.observeStage, OnMembership: n.membershipChanged})
 	if err != nil {
 		w.Close()
 		return err
@@ -596,3 +597,14 @@ func (l *chanListener) Close() error {
 }
 
 func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// membershipChanged follows the configuration in force (replica.Config.
+// OnMembership, on the replica's goroutine): the transport sends to its
+// members only, connecting to a new one at its address in the cluster's
+// member list and no longer sending to a removed one.
+func (n *Node) membershipChanged(m raft.Membership) {
+	ids := append(slices.Clone(m.Voters), m.Learners...)
+	if noAddr := n.tr.SetPeers(ids); len(noAddr) > 0 {
+		n.log.Error("server: members without a peer address in the cluster's member list: nothing is sent to them", "ids", fmt.Sprint(noAddr))
+	}
+}

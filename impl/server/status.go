@@ -20,6 +20,10 @@ type StatusBody struct {
 	Vote       uint64 `json:"vote"`
 	Leader     uint64 `json:"leader"`
 	LeaderAddr string `json:"leader_addr,omitempty"`
+	// Voters and Learners are the configuration in force (the latest in
+	// the log, committed or not: docs/membership.md).
+	Voters   []raft.NodeID `json:"voters"`
+	Learners []raft.NodeID `json:"learners,omitempty"`
 	// NotServing says why this node will not serve requests ("" when it
 	// will): a failed WAL, a fence and its reason, no known leader.
 	NotServing string `json:"not_serving,omitempty"`
@@ -142,7 +146,7 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 	ws := n.w.Stats()
 	b := StatusBody{
 		ID: uint64(n.cfg.ID), ClusterID: n.cluster.IDHex, Role: st.Role.String(), Term: st.HardState.Term, Vote: uint64(st.HardState.Vote),
-		Leader: uint64(st.Lead), NotServing: notServing(st),
+		Leader: uint64(st.Lead), NotServing: notServing(st), Voters: st.Voters, Learners: st.Learners,
 		Commit: st.Commit, Applied: st.AppliedIndex, Durable: st.Durable, Last: st.Last, LearnedCommit: st.HardState.LearnedCommit,
 		Verdict: st.Verdict, Fence: st.Fence.String(), FenceRow: st.FenceRow, FenceWhy: st.FenceWhy,
 		TruncatedAtTerm: st.HardState.TruncatedAtTerm, WALFailed: st.WALFailed, HardStateLost: st.HardStateLost, Failure: st.Failure,

@@ -37,10 +37,16 @@ type peer struct {
 	dropped    atomic.Uint64
 
 	signal chan struct{} // capacity 1: rung by enqueue and Close
+
+	// ctx ends the peer's writer: at Close, or when the peer leaves the
+	// transport's peer set (SetPeers).
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newPeer(t *Transport, id raft.NodeID, addr string) *peer {
-	return &peer{t: t, id: id, addr: addr, signal: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(t.ctx)
+	return &peer{t: t, id: id, addr: addr, signal: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 }
 
 // sizeOf bounds the encoding of m from above.
@@ -127,7 +133,7 @@ func (p *peer) run() {
 	t := p.t
 	backoff := t.cfg.BackoffMin
 	failures := 0
-	for t.ctx.Err() == nil {
+	for p.ctx.Err() == nil {
 		c, br, err := p.connect()
 		if err != nil {
 			failures++
@@ -140,7 +146,7 @@ func (p *peer) run() {
 			backoff = min(2*backoff, t.cfg.BackoffMax)
 			timer := time.NewTimer(wait)
 			select {
-			case <-t.ctx.Done():
+			case <-p.ctx.Done():
 			case <-timer.C:
 			}
 			timer.Stop()
@@ -154,7 +160,7 @@ func (p *peer) run() {
 		err = p.serve(c, br)
 		p.setState(false, err)
 		t.untrack(c)
-		if t.ctx.Err() == nil {
+		if p.ctx.Err() == nil {
 			t.stats.Reconnects.Add(1)
 			t.log.Info("transport: connection to peer lost", "peer", uint64(p.id), "err", err)
 		}
@@ -165,7 +171,7 @@ func (p *peer) run() {
 func (p *peer) connect() (net.Conn, *bufio.Reader, error) {
 	t := p.t
 	t.stats.Dials.Add(1)
-	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, t.cfg.DialTimeout)
 	c, err := t.cfg.Dial(ctx, p.addr)
 	cancel()
 	if err != nil {
@@ -249,7 +255,7 @@ func (p *peer) serve(c net.Conn, br *bufio.Reader) error {
 	var buf []byte
 	for {
 		select {
-		case <-t.ctx.Done():
+		case <-p.ctx.Done():
 			return errClosed
 		case <-dead:
 			return errors.New("closed by the peer")

@@ -114,10 +114,14 @@ func (c *Config) defaults() {
 // jittered, doubling, capped backoff. Inbound connections are read-only:
 // after the handshake the acceptor only reads frames of messages.
 type Transport struct {
-	cfg   Config
-	log   *slog.Logger
-	peers map[raft.NodeID]*peer
-	stats Stats
+	cfg Config
+	log *slog.Logger
+	// peers are the nodes this one sends to (SetPeers changes them):
+	// written under peersMu, read by Send, Peers and Close.
+	peersMu              sync.RWMutex
+	peers                map[raft.NodeID]*peer
+	started, peersClosed bool // under peersMu
+	stats                Stats
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -155,10 +159,63 @@ func New(cfg Config) (*Transport, error) {
 func (t *Transport) Start() {
 	t.wg.Add(1)
 	go func() { defer t.wg.Done(); t.acceptLoop() }()
+	t.peersMu.Lock()
+	defer t.peersMu.Unlock()
+	t.started = true
 	for _, p := range t.peers {
-		t.wg.Add(1)
-		go func() { defer t.wg.Done(); p.run() }()
+		t.startPeer(p)
 	}
+}
+
+func (t *Transport) startPeer(p *peer) {
+	t.wg.Add(1)
+	go func() { defer t.wg.Done(); p.run() }()
+}
+
+// SetPeers makes ids (this node left out) the peers the transport sends
+// to, as the configuration in force changes (replica.Config.OnMembership):
+// a writer starts for each new one, at its address in Config.Peers (an id
+// without one is returned, and nothing is sent to it), and stops for each
+// one no longer listed (its queue dropped, its connection closed; messages
+// to it are dropped as to an unknown peer). Inbound connections are still
+// accepted from every node of Config.Peers. Safe from any goroutine.
+func (t *Transport) SetPeers(ids []raft.NodeID) (noAddr []raft.NodeID) {
+	t.peersMu.Lock()
+	defer t.peersMu.Unlock()
+	if t.peersClosed {
+		return nil
+	}
+	want := map[raft.NodeID]bool{}
+	for _, id := range ids {
+		if id == t.cfg.ID {
+			continue
+		}
+		want[id] = true
+		if t.peers[id] != nil {
+			continue
+		}
+		addr, ok := t.cfg.Peers[id]
+		if !ok {
+			noAddr = append(noAddr, id)
+			continue
+		}
+		p := newPeer(t, id, addr)
+		t.peers[id] = p
+		t.log.Info("transport: peer added", "peer", uint64(id), "addr", addr)
+		if t.started {
+			t.startPeer(p)
+		}
+	}
+	for id, p := range t.peers {
+		if !want[id] {
+			delete(t.peers, id)
+			p.cancel()
+			p.wake()
+			p.dropQueued()
+			t.log.Info("transport: peer removed", "peer", uint64(id))
+		}
+	}
+	return noAddr
 }
 
 // Close stops the transport: the listener and every connection are
@@ -175,14 +232,19 @@ func (t *Transport) Close() error {
 		conns = append(conns, c)
 	}
 	t.mu.Unlock()
+	t.peersMu.Lock()
+	t.peersClosed = true
+	t.peersMu.Unlock()
 	t.cancel()
 	err := t.cfg.Listener.Close()
 	for _, c := range conns {
 		_ = c.Close()
 	}
+	t.peersMu.RLock()
 	for _, p := range t.peers {
 		p.wake()
 	}
+	t.peersMu.RUnlock()
 	t.wg.Wait()
 	return err
 }
@@ -208,6 +270,8 @@ func (t *Transport) untrack(c net.Conn) {
 // Send queues every message for its peer and returns at once; a message
 // for an unknown peer or beyond a full queue is dropped and counted.
 func (t *Transport) Send(ms []replica.Message) {
+	t.peersMu.RLock()
+	defer t.peersMu.RUnlock()
 	for k := range ms {
 		p := t.peers[ms[k].To]
 		if p == nil {
@@ -255,6 +319,8 @@ type PeerStatus struct {
 
 // Peers returns the status of every peer, by id.
 func (t *Transport) Peers() []PeerStatus {
+	t.peersMu.RLock()
+	defer t.peersMu.RUnlock()
 	out := make([]PeerStatus, 0, len(t.peers))
 	for id, p := range t.peers {
 		st := p.status()

@@ -74,6 +74,14 @@ type Options struct {
 	// BadCommits is how many messages CorruptLeaderCommit may change: the
 	// spec's budget in the trace's config.
 	BadCommits int
+	// Membership: configurations are log entries (ChangeConfig) and the
+	// trace says so; nodes 1..InitVoters are the initial voters (0: all),
+	// the others start outside the cluster (raft.Config.Joining) until a
+	// leader adds them.
+	Membership bool
+	InitVoters int
+	// AutoPromote: raft.Config.AutoPromote on every node.
+	AutoPromote bool
 }
 
 // acked is an entry a client was told is committed.
@@ -96,18 +104,23 @@ type Cluster struct {
 	Violations []string
 
 	rng        *rand.Rand
-	acks       map[uint64]acked       // index -> acknowledged entry
-	leaders    map[uint64]raft.NodeID // term -> leader ever elected
-	applied    map[uint64]string      // index -> "term/data" applied anywhere
-	reads      map[string]uint64      // ctx -> the highest acknowledged index when the read was asked
-	badCommits int                    // CorruptLeaderCommit steps taken
+	acks       map[uint64]acked         // index -> acknowledged entry
+	commitConf map[uint64][]raft.NodeID // index -> voters of the configuration it was committed in (membership)
+	leaders    map[uint64]raft.NodeID   // term -> leader ever elected
+	applied    map[uint64]string        // index -> "term/data" applied anywhere
+	reads      map[string]uint64        // ctx -> the highest acknowledged index when the read was asked
+	badCommits int                      // CorruptLeaderCommit steps taken
 	// Counts of what happened, for the randomized runs' coverage checks.
 	ReadsAnswered int
 	// HardStateLosses counts LoseHardState; PassiveReports the
 	// MsgAppRespPassive delivered to a running node.
 	HardStateLosses, PassiveReports int
-	crashes                         int
-	corrupts                        int
+	// ConfigChanges counts the configuration changes a leader accepted,
+	// ChangeKinds them by kind.
+	ConfigChanges int
+	ChangeKinds   map[raft.ConfChangeKind]int
+	crashes       int
+	corrupts      int
 }
 
 // NewCluster starts n fresh nodes.
@@ -116,12 +129,13 @@ func NewCluster(o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("rafttest: %d nodes, want 1..9", o.N)
 	}
 	c := &Cluster{Opts: o, Blocked: map[[2]raft.NodeID]bool{}, rng: rand.New(rand.NewPCG(o.Seed, 0x5eed)),
-		acks: map[uint64]acked{}, leaders: map[uint64]raft.NodeID{}, applied: map[uint64]string{}, reads: map[string]uint64{}}
+		acks: map[uint64]acked{}, commitConf: map[uint64][]raft.NodeID{}, leaders: map[uint64]raft.NodeID{}, applied: map[uint64]string{}, reads: map[string]uint64{}}
 	for id := 1; id <= o.N; id++ {
 		c.Nodes = append(c.Nodes, &SimNode{ID: raft.NodeID(id), WAL: &SimWAL{Log: raft.NewMemoryStorage()}})
 	}
 	if o.Trace {
-		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs, BadCommits: o.BadCommits})
+		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs, BadCommits: o.BadCommits,
+			Membership: o.Membership, InitVoters: o.InitVoters})
 		if err != nil {
 			return nil, err
 		}
@@ -153,12 +167,21 @@ func (c *Cluster) voters() []raft.NodeID {
 	return ids
 }
 
+// initVoters is the initial configuration: nodes 1..InitVoters, or all.
+func (c *Cluster) initVoters() []raft.NodeID {
+	ids := c.voters()
+	if c.Opts.InitVoters > 0 && c.Opts.InitVoters < len(ids) {
+		ids = ids[:c.Opts.InitVoters]
+	}
+	return ids
+}
+
 // config is the node configuration of the cluster.
 func (c *Cluster) config(sn *SimNode) raft.Config {
 	o := c.Opts
-	cfg := raft.Config{ID: sn.ID, Voters: c.voters(), ElectionTick: o.ElectionTick, HeartbeatTick: o.HeartbeatTick,
+	cfg := raft.Config{ID: sn.ID, Voters: c.initVoters(), Joining: !slices.Contains(c.initVoters(), sn.ID), ElectionTick: o.ElectionTick, HeartbeatTick: o.HeartbeatTick,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(sn.ID)<<32, uint64(sn.boots))),
-		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead,
+		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead, AutoPromote: o.AutoPromote,
 		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax, InflightBytesMax: o.InflightBytesMax,
 		Storage: sn.WAL.Log, TestingBugs: o.Bugs}
 	if cfg.ElectionTick == 0 {
@@ -273,12 +296,25 @@ func (c *Cluster) apply(sn *SimNode, e raft.Entry) {
 	}
 	sn.Applied = e.Index
 	key := fmt.Sprintf("%d/%s", e.Term, e.Data)
+	if raft.IsConfigEntry(e.Data) {
+		m, _ := raft.DecodeMembership(e.Data)
+		key = fmt.Sprintf("%d/config %v", e.Term, m)
+	}
 	if prev, ok := c.applied[e.Index]; ok && prev != key {
 		c.violation("StateMachineSafety: index %d applied as %s and as %s", e.Index, prev, key)
 	}
 	c.applied[e.Index] = key
-	if len(e.Data) > 0 {
+	switch {
+	case raft.IsConfigEntry(e.Data):
+		m, _ := raft.DecodeMembership(e.Data)
+		c.logf("n%d applied %d/%d config %v", sn.ID, e.Term, e.Index, m)
+	case len(e.Data) > 0:
 		c.logf("n%d applied %d/%d %s", sn.ID, e.Term, e.Index, e.Data)
+	}
+	if _, ok := c.commitConf[e.Index]; !ok && c.Opts.Membership {
+		// The first to apply is the leader that committed it, in the same
+		// step: the configuration it counted its quorum in.
+		c.commitConf[e.Index] = sn.Node.Membership().Voters
 	}
 	a, ok := c.acks[e.Index]
 	if !ok {
@@ -374,18 +410,24 @@ func (c *Cluster) sortedIndexes() []uint64 {
 //
 // ElectionSafety and StateMachineSafety are checked as they happen.
 func (c *Cluster) CheckInvariants() {
-	q := len(c.Nodes)/2 + 1
 	for _, i := range c.sortedIndexes() {
 		a := c.acks[i]
-		holders := 0
+		holders, voters := 0, c.voters()
+		if v, ok := c.commitConf[i]; ok {
+			voters = v
+		}
+		q := len(voters)/2 + 1
 		for _, sn := range c.Nodes {
+			if !slices.Contains(voters, sn.ID) {
+				continue
+			}
 			t, err := sn.WAL.Log.Term(i)
 			if (err == nil && t == a.term && sn.WAL.Durable >= i) || sn.WAL.HS.TruncatedAtTerm != 0 || sn.WAL.HSLost {
 				holders++
 			}
 		}
 		if holders < q {
-			c.violation("AckedDurable: acknowledged entry %d/%d is durable on %d of %d members", a.term, i, holders, len(c.Nodes))
+			c.violation("AckedDurable: acknowledged entry %d/%d is durable on %d of the %d voters it was committed by", a.term, i, holders, len(voters))
 		}
 		for _, sn := range c.up() {
 			st := sn.Node.Status()

@@ -112,6 +112,7 @@ func (e *Env) Handle(line string) (string, error) {
 	switch c.Name {
 	case "cluster":
 		// Example: cluster n=3 prevote checkquorum bugs=self-counts-appended entries=2 inflight=2 inflightbytes=64
+		// (cluster n=5 voters=3: membership, nodes 4 and 5 start outside the cluster)
 		err = e.handleCluster(c)
 	case "tick":
 		// Example: tick 1 2 n=5   (tick all n=10)
@@ -178,7 +179,11 @@ func (e *Env) Handle(line string) (string, error) {
 		// Example: check   (the cluster invariants; Env.CheckTrace replays the trace so far)
 		err = e.handleCheck()
 	default:
-		err = fmt.Errorf("unknown command %q", c.Name)
+		// add-learner, promote, remove, members: membership.go.
+		var known bool
+		if known, err = e.handleMembership(c); !known {
+			err = fmt.Errorf("unknown command %q", c.Name)
+		}
 	}
 	if err != nil {
 		return "", err
@@ -221,6 +226,11 @@ func (e *Env) handleCluster(c Cmd) error {
 	if o.BadCommits, err = c.intKV("badcommits", 0); err != nil {
 		return err
 	}
+	if o.InitVoters, err = c.intKV("voters", 0); err != nil {
+		return err
+	}
+	o.Membership = c.has("membership") || o.InitVoters > 0
+	o.AutoPromote = c.has("autopromote")
 	cl, err := NewCluster(o)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package rafttest
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/durableraft/durableraft/impl/raft"
 )
@@ -21,7 +22,12 @@ type RandomOptions struct {
 	PreVote, CheckQuorum bool
 	// Small batches and windows exercise batching and flow control.
 	MsgEntriesMax, InflightMsgsMax int
-	Bugs                           raft.Bug
+	// Membership: nodes 1..InitVoters start as the cluster, the others
+	// outside it, and the leader is asked for random single-server changes
+	// (MembershipRandom).
+	Membership bool
+	InitVoters int
+	Bugs       raft.Bug
 	// Log, when set, receives what each step printed.
 	Log func(step int, out string)
 }
@@ -40,6 +46,20 @@ func HardStateLossRandom(seed uint64) RandomOptions {
 	return o
 }
 
+// MembershipRandom is DefaultRandom on 5 nodes of which 3 start as the
+// cluster, with random membership changes, and without corruptions or
+// hard-state losses (their budget, "a quorum of every configuration stays
+// able to vote", is the spec's environment assumption and this runner does
+// not track it across configurations).
+func MembershipRandom(seed uint64) RandomOptions {
+	o := DefaultRandom(seed)
+	o.N, o.Membership, o.InitVoters, o.Corruptions, o.Steps = 5, true, 3, false, 800
+	// Fewer faults than DefaultRandom on some seeds, so that changes
+	// commit and the next one is allowed (one at a time).
+	o.Partitions, o.WALFailures, o.Drops = seed%3 == 0, seed%4 == 0, seed%2 == 0
+	return o
+}
+
 // RunRandom runs one seeded randomized behaviour: message delivery in
 // random order, drops, duplicates, ticks, partial and full flushes,
 // proposals, reads, transfers, crashes that lose unsynced entries,
@@ -49,7 +69,8 @@ func HardStateLossRandom(seed uint64) RandomOptions {
 // one more entry.
 func RunRandom(o RandomOptions) (*Cluster, error) {
 	c, err := NewCluster(Options{N: o.N, Seed: o.Seed, PreVote: o.PreVote, CheckQuorum: o.CheckQuorum,
-		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax, ElectionTick: 6, Bugs: o.Bugs, Trace: true})
+		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax, ElectionTick: 6, Bugs: o.Bugs, Trace: true,
+		Membership: o.Membership, InitVoters: o.InitVoters})
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +147,14 @@ func RunRandom(o RandomOptions) (*Cluster, error) {
 			if id := pick(); c.truncatedWith(id) <= o.N-(o.N/2+1) {
 				err = c.LoseHardState(id, HardStateCopy(rng.IntN(2)), false)
 			}
+		case r < 960 && o.Membership:
+			if l := c.Leader(); l != nil {
+				if ch, ok := randomChange(rng, l.Node.Membership(), o.N); ok {
+					if _, err := c.ChangeConfig(l.ID, ch.Kind, ch.ID); err == nil {
+						c.countChange(ch.Kind)
+					}
+				}
+			}
 		default:
 			// Restart a node whose WAL failed, start a stopped one.
 			for _, sn := range c.Nodes {
@@ -142,6 +171,9 @@ func RunRandom(o RandomOptions) (*Cluster, error) {
 		if err != nil {
 			return c, err
 		}
+		if o.Membership {
+			c.promoteCaughtUp()
+		}
 		c.CheckInvariants()
 		if o.Log != nil {
 			o.Log(step, c.Out.String())
@@ -151,6 +183,55 @@ func RunRandom(o RandomOptions) (*Cluster, error) {
 		return c, nil
 	}
 	return c, c.converge(o.Log)
+}
+
+// randomChange picks a change the configuration m allows: a node of
+// 1..n that never was a member joins as a learner, a learner is promoted
+// (the leader refuses it until it caught up) or leaves, a voter leaves
+// while three remain.
+func randomChange(rng *rand.Rand, m raft.Membership, n int) (raft.ConfChange, bool) {
+	var out []raft.ConfChange
+	for id := raft.NodeID(1); id <= raft.NodeID(n); id++ {
+		switch {
+		case slices.Contains(m.Removed, id):
+		case slices.Contains(m.Learners, id):
+			out = append(out, raft.ConfChange{Kind: raft.ConfPromote, ID: id}, raft.ConfChange{Kind: raft.ConfPromote, ID: id},
+				raft.ConfChange{Kind: raft.ConfRemove, ID: id})
+		case slices.Contains(m.Voters, id):
+			if len(m.Voters) > 3 {
+				out = append(out, raft.ConfChange{Kind: raft.ConfRemove, ID: id})
+			}
+		default:
+			out = append(out, raft.ConfChange{Kind: raft.ConfAddLearner, ID: id})
+		}
+	}
+	if len(out) == 0 {
+		return raft.ConfChange{}, false
+	}
+	return out[rng.IntN(len(out))], true
+}
+
+// promoteCaughtUp asks the leader to promote its first learner, as an
+// operator waiting for the learner to catch up would keep asking; the
+// leader refuses until it has (and while a change is pending).
+func (c *Cluster) promoteCaughtUp() {
+	l := c.Leader()
+	if l == nil {
+		return
+	}
+	if m := l.Node.Membership(); len(m.Learners) > 0 {
+		if _, err := c.ChangeConfig(l.ID, raft.ConfPromote, m.Learners[0]); err == nil {
+			c.countChange(raft.ConfPromote)
+		}
+	}
+}
+
+func (c *Cluster) countChange(k raft.ConfChangeKind) {
+	c.ConfigChanges++
+	if c.ChangeKinds == nil {
+		c.ChangeKinds = map[raft.ConfChangeKind]int{}
+	}
+	c.ChangeKinds[k]++
 }
 
 // truncatedWith counts the members that cannot vote (TRUNCATED, or with a
@@ -196,6 +277,10 @@ func (c *Cluster) converge(log func(int, string)) error {
 			c.Tick(sn.ID)
 		}
 		c.Stabilize(true, 20)
+		if c.Opts.Membership {
+			c.promoteCaughtUp()
+			c.Stabilize(true, 20)
+		}
 		c.CheckInvariants()
 		if log != nil {
 			log(100000+round, c.Out.String())

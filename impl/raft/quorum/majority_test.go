@@ -1,0 +1,143 @@
+package quorum
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func TestNewMajority(t *testing.T) {
+	for _, c := range []struct {
+		ids  []uint64
+		want string
+		ok   bool
+	}{
+		{nil, "()", true},
+		{[]uint64{3, 1, 2}, "(1 2 3)", true},
+		{[]uint64{1, 1}, "", false},
+		{[]uint64{0, 1}, "", false},
+	} {
+		m, err := NewMajority(c.ids...)
+		if (err == nil) != c.ok || (c.ok && m.String() != c.want) {
+			t.Errorf("NewMajority(%v) = %v, %v; want %s ok=%v", c.ids, m, err, c.want, c.ok)
+		}
+	}
+	if err := (Majority{2, 1}).Valid(); err == nil {
+		t.Error("unsorted majority valid")
+	}
+}
+
+func TestCommittedIndex(t *testing.T) {
+	for _, c := range []struct {
+		voters []uint64
+		acked  map[uint64]uint64
+		want   uint64
+	}{
+		{nil, nil, 0},
+		{[]uint64{1}, map[uint64]uint64{1: 5}, 5},
+		{[]uint64{1, 2}, map[uint64]uint64{1: 5, 2: 3}, 3},
+		{[]uint64{1, 2, 3}, map[uint64]uint64{1: 5, 2: 3}, 3},
+		{[]uint64{1, 2, 3}, map[uint64]uint64{1: 5}, 0},
+		{[]uint64{1, 2, 3, 4}, map[uint64]uint64{1: 5, 2: 4, 3: 3, 4: 2}, 3},
+		{[]uint64{1, 2, 3, 4, 5}, map[uint64]uint64{1: 9, 2: 8, 3: 1, 4: 1, 5: 7}, 7},
+		// A learner's acknowledgment (id 9) is not a voter's.
+		{[]uint64{1, 2, 3}, map[uint64]uint64{1: 5, 9: 5}, 0},
+	} {
+		m, err := NewMajority(c.voters...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := m.CommittedIndex(func(id uint64) (uint64, bool) { v, ok := c.acked[id]; return v, ok })
+		if got != c.want {
+			t.Errorf("%v with %v: committed %d, want %d", m, c.acked, got, c.want)
+		}
+	}
+}
+
+// TestCommittedIndexNaive compares CommittedIndex with the definition:
+// the largest index that at least Size() voters acknowledged (9 voters
+// take the allocating path too).
+func TestCommittedIndexNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for it := 0; it < 2000; it++ {
+		n := 1 + rng.IntN(9)
+		var ids []uint64
+		acked := map[uint64]uint64{}
+		for k := 0; k < n; k++ {
+			id := uint64(k*3 + 1 + rng.IntN(3))
+			ids = append(ids, id)
+			if rng.IntN(4) > 0 {
+				acked[id] = rng.Uint64N(10)
+			}
+		}
+		m, err := NewMajority(ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var naive uint64
+		for idx := uint64(0); idx <= 10; idx++ {
+			c := 0
+			for _, id := range m {
+				if acked[id] >= idx {
+					c++
+				}
+			}
+			if c >= m.Size() {
+				naive = idx
+			}
+		}
+		if got := m.CommittedIndex(func(id uint64) (uint64, bool) { v, ok := acked[id]; return v, ok }); got != naive {
+			t.Fatalf("%v acked %v: %d, naive %d", m, acked, got, naive)
+		}
+	}
+}
+
+func TestCommittedIndexAllocates(t *testing.T) {
+	m := Majority{1, 2, 3, 4, 5}
+	acked := func(id uint64) (uint64, bool) { return id, true }
+	if a := testing.AllocsPerRun(100, func() { m.CommittedIndex(acked) }); a != 0 {
+		t.Errorf("%v allocations for 5 voters", a)
+	}
+}
+
+func TestVoteResult(t *testing.T) {
+	y, n := true, false
+	for _, c := range []struct {
+		voters []uint64
+		votes  map[uint64]bool
+		want   VoteResult
+	}{
+		{nil, nil, VoteLost},
+		{[]uint64{1}, map[uint64]bool{}, VotePending},
+		{[]uint64{1}, map[uint64]bool{1: y}, VoteWon},
+		{[]uint64{1}, map[uint64]bool{1: n}, VoteLost},
+		{[]uint64{1, 2}, map[uint64]bool{1: y}, VotePending},
+		{[]uint64{1, 2}, map[uint64]bool{1: y, 2: n}, VoteLost},
+		{[]uint64{1, 2, 3}, map[uint64]bool{1: y, 2: y}, VoteWon},
+		{[]uint64{1, 2, 3}, map[uint64]bool{1: y, 2: n}, VotePending},
+		{[]uint64{1, 2, 3}, map[uint64]bool{2: n, 3: n}, VoteLost},
+		{[]uint64{1, 2, 3, 4}, map[uint64]bool{1: y, 2: y}, VotePending},
+		{[]uint64{1, 2, 3, 4}, map[uint64]bool{1: y, 2: y, 3: y}, VoteWon},
+		{[]uint64{1, 2, 3, 4}, map[uint64]bool{1: n, 2: n}, VoteLost},
+		// Votes of non-voters (a learner, a removed member) do not count.
+		{[]uint64{1, 2, 3}, map[uint64]bool{1: y, 7: y, 8: y}, VotePending},
+	} {
+		if got := Majority(c.voters).VoteResult(c.votes); got != c.want {
+			t.Errorf("%v votes %v: %v, want %v", c.voters, c.votes, got, c.want)
+		}
+	}
+}
+
+func TestIsQuorum(t *testing.T) {
+	m := Majority{1, 2, 3, 4}
+	in := map[uint64]bool{1: true, 2: true, 5: true}
+	if m.IsQuorum(func(id uint64) bool { return in[id] }) {
+		t.Error("2 of 4 (and a non-voter) is a quorum")
+	}
+	in[3] = true
+	if !m.IsQuorum(func(id uint64) bool { return in[id] }) {
+		t.Error("3 of 4 is no quorum")
+	}
+	if (Majority{}).IsQuorum(func(uint64) bool { return true }) {
+		t.Error("the empty configuration has a quorum")
+	}
+}
