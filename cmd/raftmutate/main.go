@@ -214,7 +214,10 @@ func (o *options) selectMutants(pkgs []*Package) (map[string][]Mutant, string, e
 			}
 			selected[p.Dir] = ms
 		}
-		return selected, fmt.Sprintf("a sample of at most %d per package (-seed %d), judged in rank order (-ranked)", o.sampleN, o.seed), nil
+		if o.sampleN > 0 {
+			return selected, fmt.Sprintf("a sample of at most %d per package (-seed %d), judged in rank order (-ranked)", o.sampleN, o.seed), nil
+		}
+		return selected, fmt.Sprintf("all, judged in the rank order of -seed %d (-ranked)", o.seed), nil
 	case o.sampleN > 0:
 		for _, p := range pkgs {
 			selected[p.Dir] = sample(p.Mutants, o.sampleN, o.seed)
