@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run model explore bugs reach tlc long-trace sim-long sim-longrun bench bench-etcd bench-cluster clean proc-traces mutate-spec mutate-spec-ci mutate-raft mutate-wal course screenshots
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs reach tlc long-trace sim-long sim-longrun bench bench-etcd bench-cluster clean proc-traces mutate-spec mutate-spec-ci mutate-raft mutate-wal mutate-raft-all mutate-wal-all course screenshots
 
 all: build
 
@@ -184,15 +184,30 @@ mutate-spec:
 MUTATE_SPEC_CI_IDS := spec/actions_raft.go:422:40:and-drop:1,spec/actions_raft.go:336:18:and-drop:1,spec/actions_append.go:163:39:and-drop:2,spec/actions_append.go:144:68:and-drop:2,spec/actions_raft.go:423:41:and-drop:2,spec/state.go:233:21:cmp-flip:0,spec/actions_raft.go:423:41:and-drop:1
 mutate-spec-ci:
 	$(MAKE) mutate-spec MUTATE_FLAGS='-only $(MUTATE_SPEC_CI_IDS) -threshold 1'
-# impl/ packages are judged by their own tests and the conformance tests.
+# impl/ packages are judged by their own tests and the conformance tests,
+# each mutant by the tests that cover its block (-tests; docs/mutation.md,
+# "Test selection by coverage"). MUTATE_SKIP_TESTS are left to the second
+# pass (make mutate-raft-all, mutate-wal-all, -only with the survivors): the
+# whole-replica simulations and the process tests, 10-250 s each, which
+# would cost hours over every mutant. violated is the WAL's assertion helper
+# for hot paths (if !ok { violated(...) }).
+MUTATE_IMPL_TESTS := ./conformance/...
+MUTATE_SKIP_TESTS := ^conformance\.(TestSimulatedRuntime|TestBugCatalogue|TestSimLongRun)$$|^conformance/proc\.
+# Log calls (slog's Debug, Info, Warn, Error, and impl/raft's alert) are formatting calls like
+# fmt's: an edit in their arguments changes what a message says.
+MUTATE_IMPL_SKIP_CALLS := fmt.Errorf,fmt.Sprintf,fmt.Sprint,fmt.Sprintln,fmt.Fprintf,fmt.Fprint,fmt.Fprintln,fmt.Printf,fmt.Print,fmt.Println,errors.New,Debug,Info,Warn,Error,alert
+MUTATE_IMPL = $(MUTATE) -asserts assert,failf,violated -skip-calls $(MUTATE_IMPL_SKIP_CALLS)
 mutate-raft:
 	@mkdir -p $(MUTATE_OUT)
-	$(MUTATE) -judge 'go test -count=1 ./impl/raft/... ./conformance/...' \
+	$(MUTATE_IMPL) -tests './impl/raft/... $(MUTATE_IMPL_TESTS)' -skip-tests '$(MUTATE_SKIP_TESTS)' \
 	  -report $(MUTATE_OUT)/raft.md -json $(MUTATE_OUT)/raft.json $(MUTATE_FLAGS) ./impl/raft
 mutate-wal:
 	@mkdir -p $(MUTATE_OUT)
-	$(MUTATE) -judge 'go test -count=1 ./impl/wal/... ./conformance/...' \
+	$(MUTATE_IMPL) -tests './impl/wal/... $(MUTATE_IMPL_TESTS)' -skip-tests '$(MUTATE_SKIP_TESTS)' \
 	  -report $(MUTATE_OUT)/wal.md -json $(MUTATE_OUT)/wal.json $(MUTATE_FLAGS) ./impl/wal
+# The second pass: every test of the judge, still selected by coverage.
+mutate-raft-all mutate-wal-all: mutate-%-all:
+	$(MAKE) mutate-$* MUTATE_SKIP_TESTS='^$$' MUTATE_OUT=$(MUTATE_OUT)/all
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

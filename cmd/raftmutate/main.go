@@ -38,11 +38,13 @@ type options struct {
 	root, ops, files, funcs, skipFuncs         string
 	asserts, skipCalls                         string
 	judge, only, equivalents, report, jsonPath string
+	tests, skipTests                           string
 	timeout                                    time.Duration
 	workers, sampleN, tail                     int
 	seed                                       uint64
 	threshold                                  float64
-	list, noBaseline, buildCheck               bool
+	list, noBaseline, buildCheck, rankedOrder  bool
+	stopAfter                                  time.Duration
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -54,10 +56,14 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.asserts, "asserts", "assert,failf", "comma-separated assertion helpers (name, or pkg.name): their arguments, and the condition of an if whose body only calls one, are not mutated")
 	fs.StringVar(&o.skipCalls, "skip-calls", defaultSkipCalls, "comma-separated functions (name, or pkg.name) whose arguments are not mutated: they only make text")
 	fs.StringVar(&o.judge, "judge", "go test -count=1 {pkg}", "shell command judging a mutant (exit 0 = survived); {pkg} is ./<package dir>; runs in the module root with GOFLAGS carrying the overlay")
-	fs.DurationVar(&o.timeout, "timeout", 0, "per-mutant timeout (0: 3 × the baseline run + 30s)")
+	fs.StringVar(&o.tests, "tests", "", "package patterns, space-separated ({pkg} is ./<package dir>): judge by their tests, selected per mutant by coverage (replaces -judge; docs/mutation.md)")
+	fs.StringVar(&o.skipTests, "skip-tests", "", "with -tests: regexp on DIR.TestName (DIR module-relative, e.g. conformance/proc.TestX): tests never run, neither for coverage nor as a judge")
+	fs.DurationVar(&o.timeout, "timeout", 0, "per-mutant timeout (0: 3 × the baseline run + 30s; with -tests, 3 × the covering tests' time + 30s per test run, confirmed by a rerun at 10 × + 120s)")
 	fs.IntVar(&o.workers, "workers", 1, "mutants judged in parallel")
 	fs.IntVar(&o.sampleN, "sample", 0, "judge a deterministic sample of N mutants per package (0: all)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of -sample")
+	fs.BoolVar(&o.rankedOrder, "ranked", false, "judge in the order of -seed's hash (the order -sample takes mutants in): a run stopped after k mutants has judged the sample of k")
+	fs.DurationVar(&o.stopAfter, "stop-after", 0, "stop starting mutants this long after the start (finishing those started) and report what was judged (0: never)")
 	fs.StringVar(&o.only, "only", "", "judge only these mutants: comma-separated ids, or @FILE with one id a line")
 	fs.StringVar(&o.equivalents, "equivalents", "", "file of mutants declared equivalent: 'ID argument' a line")
 	fs.Float64Var(&o.threshold, "threshold", 0.95, "minimum mutation score; below it result=below-threshold and exit status 1")
@@ -200,6 +206,18 @@ func (o *options) selectMutants(pkgs []*Package) (map[string][]Mutant, string, e
 			selected[m.Pkg] = append(selected[m.Pkg], m)
 		}
 		return selected, fmt.Sprintf("%d chosen with -only", len(chosen)), nil
+	case o.rankedOrder:
+		for _, p := range pkgs {
+			ms := ranked(p.Mutants, o.seed)
+			if o.sampleN > 0 && o.sampleN < len(ms) {
+				ms = ms[:o.sampleN]
+			}
+			selected[p.Dir] = ms
+		}
+		if o.sampleN > 0 {
+			return selected, fmt.Sprintf("a sample of at most %d per package (-seed %d), judged in rank order (-ranked)", o.sampleN, o.seed), nil
+		}
+		return selected, fmt.Sprintf("all, judged in the rank order of -seed %d (-ranked)", o.seed), nil
 	case o.sampleN > 0:
 		for _, p := range pkgs {
 			selected[p.Dir] = sample(p.Mutants, o.sampleN, o.seed)
@@ -224,8 +242,23 @@ func (o *options) judgeAll(root string, pkgs []*Package, selected map[string][]M
 		return fmt.Errorf("temporary directory %q contains white space, which GOFLAGS cannot carry; set TMPDIR", tmp)
 	}
 	r := &runner{root: root, judge: o.judge, timeout: o.timeout, tail: o.tail, buildCheck: o.buildCheck,
-		tmp: tmp, goFlags: os.Getenv("GOFLAGS"), log: stderr}
+		tmp: tmp, goFlags: os.Getenv("GOFLAGS"), log: stderr, fixedTimeout: o.timeout != 0}
+	if o.stopAfter > 0 {
+		r.stopAt = time.Now().Add(o.stopAfter)
+	}
 	info.Judge, info.Commit = o.judge, gitCommit(root)
+	if o.tests != "" {
+		if r.modPath, err = modulePath(root); err != nil {
+			return err
+		}
+		info.Judge = "the tests of " + o.tests + ", selected per mutant by coverage"
+		if o.skipTests != "" {
+			if r.skipTests, err = regexp.Compile(o.skipTests); err != nil {
+				return fmt.Errorf("-skip-tests: %w", err)
+			}
+			info.Judge += ", except " + o.skipTests
+		}
+	}
 	var results []*PackageResult
 	var total Tally
 	for _, p := range pkgs {
@@ -235,7 +268,11 @@ func (o *options) judgeAll(root string, pkgs []*Package, selected map[string][]M
 			results = append(results, pr)
 			continue
 		}
-		if !o.noBaseline {
+		if o.tests != "" {
+			if err := o.coverage(r, p, ms, pr, info); err != nil {
+				return err
+			}
+		} else if !o.noBaseline {
 			base, err := r.baseline(p.Dir)
 			if err != nil {
 				return err
@@ -248,8 +285,14 @@ func (o *options) judgeAll(root string, pkgs []*Package, selected map[string][]M
 		} else if o.timeout == 0 {
 			r.timeout = 10 * time.Minute
 		}
-		info.Timeout = r.timeout.Round(time.Second).String()
+		if o.tests == "" {
+			info.Timeout = r.timeout.Round(time.Second).String()
+		}
 		outs, err := r.runAll(ms, o.workers)
+		if len(outs) < len(ms) {
+			info.Selection += fmt.Sprintf("; stopped by -stop-after %v: %s judged %d of the %d selected", o.stopAfter, p.Dir, len(outs), len(ms))
+			fmt.Fprintf(stderr, "raftmutate: %s: -stop-after: %d of %d mutants judged\n", p.Dir, len(outs), len(ms))
+		}
 		if err != nil {
 			return err
 		}
@@ -297,6 +340,46 @@ func (o *options) writeOutputs(info *RunInfo, results []*PackageResult) error {
 		}
 	}
 	return nil
+}
+
+// coverage runs -tests' coverage of package p, which becomes the judge of
+// its mutants.
+func (o *options) coverage(r *runner, p *Package, ms []Mutant, pr *PackageResult, info *RunInfo) error {
+	patterns := strings.Fields(strings.ReplaceAll(o.tests, "{pkg}", "./"+p.Dir))
+	cs, took, err := r.measureCoverage(p.Dir, patterns)
+	if err != nil {
+		return err
+	}
+	r.cover = cs
+	pr.Baseline = took.Seconds()
+	uncovered := 0
+	for i := range ms {
+		if ts, known := cs.covering(&ms[i]); known && len(ts) == 0 {
+			uncovered++
+		}
+	}
+	pr.Coverage = fmt.Sprintf("%d tests in %d packages, run one at a time with coverage in %.0fs; %d of the %d mutants to judge are in blocks no test runs",
+		len(cs.tests), len(cs.pkgs), took.Seconds(), uncovered, len(ms))
+	fmt.Fprintf(r.log, "raftmutate: %s: coverage: %s\n", p.Dir, pr.Coverage)
+	info.Timeout = "3 × the covering tests' time + 30s per test run, confirmed at 10 × + 120s"
+	if o.timeout != 0 {
+		info.Timeout = o.timeout.String() + " per test package"
+	}
+	return nil
+}
+
+// modulePath reads the module path from root's go.mod.
+func modulePath(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`), nil
+		}
+	}
+	return "", fmt.Errorf("%s/go.mod names no module", root)
 }
 
 // moduleRoot is dir, or the nearest directory at or above the working

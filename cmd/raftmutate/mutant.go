@@ -28,6 +28,10 @@ type Mutant struct {
 	absFile    string
 	start, end int
 	repl       string
+	// anchorLine:anchorCol is where coverage is looked up: the id's
+	// position, or for a mutant in a case list the switch's (walk.go).
+	anchorLine, anchorCol int
+	index                 int // in its package's list (ranked, sample)
 }
 
 func (m *Mutant) setID() {

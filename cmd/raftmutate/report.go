@@ -75,6 +75,7 @@ type PackageResult struct {
 	Dir       string
 	Generated int // mutants of the selected operators, before -sample/-only
 	Baseline  float64
+	Coverage  string // -tests: what the coverage runs found
 	Outcomes  []Outcome
 	Tally     Tally
 }
@@ -130,6 +131,9 @@ func writePackage(w io.Writer, p *PackageResult) {
 	if n := len(p.Outcomes); n > 0 {
 		fmt.Fprintf(w, "\n%d mutants in %.0fs, %.1fs per mutant; score %s.\n", n, secs, secs/float64(n), p.Tally.scoreString())
 	}
+	if p.Coverage != "" {
+		fmt.Fprintf(w, "\nTest selection by coverage: %s.\n", p.Coverage)
+	}
 	section := func(title string, pick func(*Outcome) bool, row func(*Outcome) string, header string) {
 		var rows []string
 		for i := range p.Outcomes {
@@ -146,8 +150,16 @@ func writePackage(w io.Writer, p *PackageResult) {
 		}
 	}
 	section("Survived", func(o *Outcome) bool { return o.Status == Survived && o.Equivalent == "" },
-		func(o *Outcome) string { return fmt.Sprintf("| `%s` | %s | `%s` |", o.ID, o.Func, cell(o.Diff())) },
-		"| id | function | change |\n|---|---|---|")
+		func(o *Outcome) string {
+			run := fmt.Sprintf("%d tests", o.Tests)
+			if o.NotCovered {
+				run = "not covered"
+			} else if o.Tests == 0 {
+				run = "the judge"
+			}
+			return fmt.Sprintf("| `%s` | %s | `%s` | %s |", o.ID, o.Func, cell(o.Diff()), run)
+		},
+		"| id | function | change | run |\n|---|---|---|---|")
 	section("Declared equivalent", func(o *Outcome) bool { return o.Equivalent != "" },
 		func(o *Outcome) string {
 			note := cell(o.Equivalent)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -28,10 +29,12 @@ const (
 type Outcome struct {
 	Mutant
 	Status     Status   `json:"status"`
-	By         string   `json:"by,omitempty"`         // what killed it
-	Tail       []string `json:"tail,omitempty"`       // the judge's last lines
-	Seconds    float64  `json:"seconds"`              // build check and judge
-	Equivalent string   `json:"equivalent,omitempty"` // the argument, when declared equivalent
+	By         string   `json:"by,omitempty"`          // what killed it
+	Tail       []string `json:"tail,omitempty"`        // the judge's last lines
+	Seconds    float64  `json:"seconds"`               // build check and judge
+	Equivalent string   `json:"equivalent,omitempty"`  // the argument, when declared equivalent
+	Tests      int      `json:"tests,omitempty"`       // -tests: the covering tests run (at most)
+	NotCovered bool     `json:"not_covered,omitempty"` // -tests: no test ran its block; survived unrun
 }
 
 // runner runs the judge on mutants.
@@ -44,6 +47,13 @@ type runner struct {
 	tmp        string
 	goFlags    string // GOFLAGS of the environment, kept
 	log        io.Writer
+
+	// -tests: the judge is the covering tests (cover.go).
+	modPath      string
+	cover        *coverSet
+	fixedTimeout bool           // -timeout given: it bounds each test run
+	skipTests    *regexp.Regexp // -skip-tests, on DIR.TestName
+	stopAt       time.Time      // -stop-after: no mutant is started after it
 
 	srcMu sync.Mutex
 	src   map[string][]byte
@@ -64,6 +74,11 @@ type cmdResult struct {
 // command runs argv in the module root with extra environment, under the
 // timeout (0 = none), and kills its whole process group when it expires.
 func (r *runner) command(env []string, timeout time.Duration, argv ...string) (*cmdResult, error) {
+	return r.commandIn(r.root, env, timeout, argv...)
+}
+
+// commandIn is command with another working directory.
+func (r *runner) commandIn(dir string, env []string, timeout time.Duration, argv ...string) (*cmdResult, error) {
 	ctx := context.Background()
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -72,7 +87,7 @@ func (r *runner) command(env []string, timeout time.Duration, argv ...string) (*
 	}
 	res := &cmdResult{}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = r.root
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = &res.out
 	cmd.Stderr = &res.out
@@ -165,6 +180,11 @@ func (r *runner) run(m *Mutant, w int) (Outcome, error) {
 		return o, err
 	}
 	start := time.Now()
+	if r.cover != nil {
+		err := r.runSelected(m, &o, dir, scratch, overlay)
+		o.Seconds = time.Since(start).Seconds()
+		return o, err
+	}
 	if r.buildCheck {
 		res, err := r.command(nil, r.timeout, "go", "build", "-o", os.DevNull, "-overlay="+overlay, "./"+m.Pkg)
 		if err != nil {
@@ -225,24 +245,28 @@ func (r *runner) runAll(ms []Mutant, workers int) ([]Outcome, error) {
 			}
 		}(w)
 	}
+	started := 0
 	for i := range ms {
 		mu.Lock()
 		stop := firstEr != nil
 		mu.Unlock()
-		if stop {
+		if stop || (!r.stopAt.IsZero() && time.Now().After(r.stopAt)) {
 			break
 		}
 		jobs <- i
+		started++
 	}
 	close(jobs)
 	wg.Wait()
-	return out, firstEr
+	return out[:started], firstEr
 }
 
 func byNote(o *Outcome) string {
 	switch {
 	case o.By != "":
 		return " (" + o.By + ")"
+	case o.NotCovered:
+		return " (not covered): " + o.Diff()
 	case o.Status == Survived:
 		return ": " + o.Diff()
 	}

@@ -101,6 +101,15 @@ func sample(ms []Mutant, n int, seed uint64) []Mutant {
 	if n <= 0 || n >= len(ms) {
 		return ms
 	}
+	out := ranked(ms, seed)[:n]
+	sort.Slice(out, func(a, b int) bool { return out[a].index < out[b].index })
+	return out
+}
+
+// ranked returns ms in the order of the hash of (seed, id): its first n are
+// sample(ms, n, seed), so a run in this order that stops after k mutants
+// has judged exactly the sample of k.
+func ranked(ms []Mutant, seed uint64) []Mutant {
 	type keyed struct {
 		h uint64
 		i int
@@ -116,14 +125,10 @@ func sample(ms []Mutant, n int, seed uint64) []Mutant {
 		ks[i] = keyed{binary.LittleEndian.Uint64(sum[:8]), i}
 	}
 	sort.Slice(ks, func(a, b int) bool { return ks[a].h < ks[b].h || ks[a].h == ks[b].h && ks[a].i < ks[b].i })
-	idx := make([]int, n)
-	for k := range idx {
-		idx[k] = ks[k].i
-	}
-	sort.Ints(idx)
-	out := make([]Mutant, n)
-	for k, i := range idx {
-		out[k] = ms[i]
+	out := make([]Mutant, len(ms))
+	for k, x := range ks {
+		out[k] = ms[x.i]
+		out[k].index = x.i
 	}
 	return out
 }

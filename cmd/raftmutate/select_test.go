@@ -110,3 +110,26 @@ func TestTallyAndReport(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// ranked's first n are sample's n: a run in rank order stopped after n
+// mutants has judged the sample of n.
+func TestRankedPrefixIsSample(t *testing.T) {
+	var ms []Mutant
+	for i := range 50 {
+		m := Mutant{File: "f.go", Line: i + 1, Col: 1, Op: OpCmpFlip}
+		m.setID()
+		ms = append(ms, m)
+	}
+	r := ranked(ms, 9)
+	for _, n := range []int{1, 7, 30} {
+		want := map[string]bool{}
+		for _, m := range sample(ms, n, 9) {
+			want[m.ID] = true
+		}
+		for _, m := range r[:n] {
+			if !want[m.ID] {
+				t.Errorf("n=%d: %s is among ranked's first but not in the sample", n, m.ID)
+			}
+		}
+	}
+}

@@ -21,18 +21,91 @@ type generator struct {
 	fnType *ast.FuncType  // innermost enclosing function (declared or literal)
 	fnBody *ast.BlockStmt // its body
 	tail   map[ast.Stmt]bool
+	// sameNext: returns whose removal lands on an identical return with
+	// nothing run in between (redundantReturns).
+	sameNext map[ast.Stmt]bool
 
 	inChain map[*ast.BinaryExpr]bool // inner nodes of a chain already generated
 	uses    *uses                    // of the declared function being walked
+
+	// caseLists are the expression lists of case clauses (case … :), with
+	// the switch or select they belong to. Go's coverage counts no block
+	// there: a mutant in one is anchored at its switch, whose header is in
+	// the block before it and runs whenever a case expression does.
+	caseLists []caseList
 }
+
+type caseList struct{ from, to, anchor token.Pos }
 
 // funcBody walks the body of a declared function or a function literal.
 func (g *generator) funcBody(ft *ast.FuncType, body *ast.BlockStmt) {
-	saveType, saveBody, saveTail := g.fnType, g.fnBody, g.tail
-	g.fnType, g.fnBody, g.tail = ft, body, map[ast.Stmt]bool{}
+	saveType, saveBody, saveTail, saveNext := g.fnType, g.fnBody, g.tail, g.sameNext
+	g.fnType, g.fnBody, g.tail, g.sameNext = ft, body, map[ast.Stmt]bool{}, map[ast.Stmt]bool{}
 	markTailList(body.List, g.tail)
+	g.redundantReturns(body)
 	g.walk(body)
-	g.fnType, g.fnBody, g.tail = saveType, saveBody, saveTail
+	g.fnType, g.fnBody, g.tail, g.sameNext = saveType, saveBody, saveTail, saveNext
+}
+
+// redundantReturns marks the returns whose removal changes nothing: the
+// last statement of a branch of an if, switch or select that is followed in
+// its statement list by a return of the same text, whose results call
+// nothing and receive from no channel. Removed, control leaves the branch
+// and reaches that return at once, which returns the same values.
+func (g *generator) redundantReturns(body *ast.BlockStmt) {
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false // its own body is walked by funcBody
+		}
+		var list []ast.Stmt
+		switch n := n.(type) {
+		case *ast.BlockStmt:
+			list = n.List
+		case *ast.CaseClause:
+			list = n.Body
+		case *ast.CommClause:
+			list = n.Body
+		}
+		for i := 0; i+1 < len(list); i++ {
+			next, ok := list[i+1].(*ast.ReturnStmt)
+			if !ok || !pureResults(next) {
+				continue
+			}
+			switch list[i].(type) {
+			case *ast.IfStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+			default:
+				continue
+			}
+			ends := map[ast.Stmt]bool{}
+			markTail(list[i], ends)
+			for st := range ends {
+				if r, ok := st.(*ast.ReturnStmt); ok && g.text(r) == g.text(next) {
+					g.sameNext[r] = true
+				}
+			}
+		}
+		return true
+	})
+}
+
+// pureResults says whether a return's results call no function and receive
+// from no channel, so that evaluating them twice gives the same values.
+func pureResults(r *ast.ReturnStmt) bool {
+	pure := true
+	for _, e := range r.Results {
+		ast.Inspect(e, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr, *ast.FuncLit:
+				pure = false
+			case *ast.UnaryExpr:
+				if n.Op == token.ARROW {
+					pure = false
+				}
+			}
+			return pure
+		})
+	}
+	return pure
 }
 
 func (g *generator) walk(root ast.Node) {
@@ -62,6 +135,12 @@ func (g *generator) walk(root ast.Node) {
 			g.stmtList(n.Body)
 		case *ast.BinaryExpr:
 			g.binary(n)
+		case *ast.SwitchStmt:
+			g.noteCases(n.Pos(), n.Body)
+		case *ast.TypeSwitchStmt:
+			g.noteCases(n.Pos(), n.Body)
+		case *ast.SelectStmt:
+			g.noteCases(n.Pos(), n.Body)
 		}
 		return true
 	})
@@ -76,8 +155,27 @@ func (g *generator) add(op Operator, k int, at, from, to token.Pos, repl string)
 	p := g.fset.Position(at)
 	m := Mutant{File: g.rel, Line: p.Line, Col: p.Column, Op: op, K: k, Func: g.fn,
 		start: g.tf.Offset(from), end: g.tf.Offset(to), repl: repl}
+	m.anchorLine, m.anchorCol = p.Line, p.Column
+	for _, c := range g.caseLists {
+		if c.from <= at && at < c.to {
+			a := g.fset.Position(c.anchor)
+			m.anchorLine, m.anchorCol = a.Line, a.Column
+		}
+	}
 	m.setID()
 	g.out = append(g.out, m)
+}
+
+// noteCases records the case lists of a switch or select body.
+func (g *generator) noteCases(anchor token.Pos, body *ast.BlockStmt) {
+	for _, c := range body.List {
+		switch c := c.(type) {
+		case *ast.CaseClause:
+			g.caseLists = append(g.caseLists, caseList{c.Case, c.Colon, anchor})
+		case *ast.CommClause:
+			g.caseLists = append(g.caseLists, caseList{c.Case, c.Colon, anchor})
+		}
+	}
 }
 
 func (g *generator) text(n ast.Node) string {
@@ -273,6 +371,9 @@ func (g *generator) stmtList(list []ast.Stmt) {
 		case *ast.ReturnStmt:
 			if g.tail[s] {
 				continue // removing it changes nothing, or leaves a function without its return
+			}
+			if g.sameNext[s] {
+				continue // control would reach an identical return at once
 			}
 			if g.fnType.Results != nil && len(g.fnType.Results.List) > 0 && !terminatesList(g.fnBody.List, s) {
 				continue // would not compile: missing return

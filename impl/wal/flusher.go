@@ -184,12 +184,12 @@ func (w *WAL) evictLocked() {
 // seal writes an empty batch after an unvouched last batch, so that recovery can tell
 // damage to that batch from a torn write; the caller fdatasyncs it. When the segment
 // has no room, a new segment does the same job. Called with ioMu held and the active
-// segment synced.
+// segment synced. Both callers know the last batch is unvouched: the seal step is taken
+// only when sealDueLocked says so, under the ioMu it then holds to the write, and Open
+// sets unvouched itself.
 func (w *WAL) seal() error {
 	seg := w.active
-	if seg == nil || !seg.unvouched {
-		return nil
-	}
+	assert(seg != nil && seg.unvouched, "seal with no unvouched last batch")
 	assert(!seg.dirty, "seal of %s while its last batch is not synced", seg.name)
 	if seg.room() < 0 {
 		return w.startSegment(w.diskTip, 0)

@@ -293,8 +293,9 @@ func (w *WAL) recoverLog(disk []*diskSegment) (*recoveredLog, error) {
 		for j := k + 1; j < len(rel) && rel[j].hdrErr == nil; j++ {
 			limit = min(limit, rel[j].hdr.indexFirst-1)
 		}
-		if role == roleInner && d.hdr.indexFirst-1 > limit {
-			// A later segment starts below this one: a truncation replaced all of it.
+		if role == roleInner && d.hdr.indexFirst > limit {
+			// A later segment starts at or below this one: a truncation replaced all of
+			// it (startSegment drops every segment starting after the new tip).
 			out.rec.Path = append(out.rec.Path, decide(roleInner, endSuperseded, false).label)
 			out.discard = append(out.discard, d)
 			continue

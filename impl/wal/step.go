@@ -309,7 +309,8 @@ func (w *WAL) writeOp(j *job, o *op) (bool, error) {
 		}
 		return w.writeRecords(j)
 	case opTruncate, opReset:
-		if w.active.dirty || j.slotAUnsynced {
+		assert(!j.slotAUnsynced, "log work in the phase that wrote a hard state's slot A")
+		if w.active.dirty {
 			return false, nil
 		}
 		flags := uint16(0)
@@ -369,10 +370,15 @@ func removeSegments(segs, drop []*segment) []*segment {
 func (w *WAL) writeRecords(j *job) (bool, error) {
 	for len(j.recs) > 0 {
 		seg := w.active
-		if j.slotAUnsynced || seg.dirty {
+		// Log work after a hard state waits until the hard state is recoverable: the
+		// hard-state op ends the phase that writes slot A (a barrier), so no later op
+		// of the job runs before slot A's fdatasync.
+		if j.slotAUnsynced {
+			violated("log work in the phase that wrote a hard state's slot A")
+		}
+		if seg.dirty {
 			// A batch goes out only after every earlier batch in the segment is synced:
-			// that is what makes its header a sync boundary. And log work after a hard
-			// state waits until the hard state is recoverable.
+			// that is what makes its header a sync boundary.
 			return false, nil
 		}
 		n, size := 0, int64(0)

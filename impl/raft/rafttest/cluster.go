@@ -61,8 +61,10 @@ type Options struct {
 	// MsgEntriesMax, InflightMsgsMax: small values exercise batching and
 	// flow control.
 	MsgEntriesMax, InflightMsgsMax int
-	ElectionTick, HeartbeatTick    int
-	Trace                          bool
+	// InflightBytesMax: the bytes window (0: the default).
+	InflightBytesMax            uint64
+	ElectionTick, HeartbeatTick int
+	Trace                       bool
 	// NodeConfig, when set, adjusts each node's configuration (per-node
 	// limits: a rolling configuration change).
 	NodeConfig func(cfg *raft.Config)
@@ -180,7 +182,7 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 	cfg := raft.Config{ID: sn.ID, Voters: c.initVoters(), Joining: !slices.Contains(c.initVoters(), sn.ID), ElectionTick: o.ElectionTick, HeartbeatTick: o.HeartbeatTick,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(sn.ID)<<32, uint64(sn.boots))),
 		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead, AutoPromote: o.AutoPromote,
-		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax,
+		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax, InflightBytesMax: o.InflightBytesMax,
 		Storage: sn.WAL.Log, TestingBugs: o.Bugs}
 	if cfg.ElectionTick == 0 {
 		cfg.ElectionTick = 10

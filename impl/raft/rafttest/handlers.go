@@ -111,7 +111,7 @@ func (e *Env) Handle(line string) (string, error) {
 	var err error
 	switch c.Name {
 	case "cluster":
-		// Example: cluster n=3 prevote checkquorum bugs=self-counts-appended entries=2 inflight=2
+		// Example: cluster n=3 prevote checkquorum bugs=self-counts-appended entries=2 inflight=2 inflightbytes=64
 		// (cluster n=5 voters=3: membership, nodes 4 and 5 start outside the cluster)
 		err = e.handleCluster(c)
 	case "tick":
@@ -215,6 +215,11 @@ func (e *Env) handleCluster(c Cmd) error {
 	if o.InflightMsgsMax, err = c.intKV("inflight", 0); err != nil {
 		return err
 	}
+	inflightBytes, err := c.intKV("inflightbytes", 0)
+	if err != nil {
+		return err
+	}
+	o.InflightBytesMax = uint64(inflightBytes)
 	if o.ElectionTick, err = c.intKV("election", 10); err != nil {
 		return err
 	}

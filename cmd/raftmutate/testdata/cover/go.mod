@@ -1,0 +1,3 @@
+module example.com/cover
+
+go 1.26
