@@ -69,6 +69,7 @@ func (e *env) members(args []string) int {
 		transient := slices.Contains([]string{server.CodeLearnerBehind, server.CodeConfigPending, server.CodeConfigOwnTerm,
 			server.CodeNoLeader, server.CodeLeaderUnreachable}, code)
 		if !transient || time.Now().After(deadline) {
+			printRefusal(e, b)
 			return rc
 		}
 		time.Sleep(100 * time.Millisecond) // a bounded retry of a refusal that nothing was appended for
@@ -93,7 +94,6 @@ func (e *env) postChange(body []byte) (string, []byte, int) {
 			Outcome string `json:"outcome"`
 		}
 		_ = json.Unmarshal(b, &eb)
-		fmt.Fprintf(e.err, "raftctl members: %s: %s (%s)\n", eb.Code, eb.Message, eb.Outcome)
 		if eb.Outcome == "unknown" {
 			return eb.Code, b, 3
 		}
@@ -163,4 +163,18 @@ func (e *env) membersList() int {
 		return 0
 	}
 	return 1
+}
+
+// printRefusal writes a refusal's code, message and outcome to stderr.
+func printRefusal(e *env, b []byte) {
+	var eb struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Outcome string `json:"outcome"`
+	}
+	if json.Unmarshal(b, &eb) != nil || eb.Code == "" {
+		fmt.Fprintf(e.err, "raftctl members: no endpoint answered (%s)\n", b)
+		return
+	}
+	fmt.Fprintf(e.err, "raftctl members: %s: %s (%s)\n", eb.Code, eb.Message, eb.Outcome)
 }

@@ -90,9 +90,31 @@ func (n *Node) peerAddrLearned(id raft.NodeID, addr string) {
 	n.bookMu.Unlock()
 	if n.tr.SetAddress(id, addr) {
 		if m := n.membership.Load(); m != nil {
-			n.tr.SetPeers(append(slices.Clone(m.Voters), m.Learners...))
+			n.tr.SetPeers(n.peerSet(*m))
 		}
 	}
+}
+
+// peerSet is who the transport sends to under configuration m: its
+// members; and while this node is not one of them (it joins, and its log
+// does not have the entry adding it yet), every node of the address book
+// too, since the leader that adds it need not be an initial voter and the
+// node must answer it.
+func (n *Node) peerSet(m raft.Membership) []raft.NodeID {
+	ids := memberIDs(m)
+	if slices.Contains(ids, n.cfg.ID) {
+		return ids
+	}
+	for id := range n.cluster.Members {
+		ids = append(ids, id)
+	}
+	n.bookMu.Lock()
+	for id := range n.book {
+		ids = append(ids, id)
+	}
+	n.bookMu.Unlock()
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // peerAddr is id's peer address in the address book ("" if unknown).

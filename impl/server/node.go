@@ -622,8 +622,7 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 func (n *Node) membershipChanged(m raft.Membership) {
 	m.Voters, m.Learners, m.Removed = slices.Clone(m.Voters), slices.Clone(m.Learners), slices.Clone(m.Removed)
 	n.membership.Store(&m)
-	ids := append(slices.Clone(m.Voters), m.Learners...)
-	if noAddr := n.tr.SetPeers(ids); len(noAddr) > 0 {
+	if noAddr := n.tr.SetPeers(n.peerSet(m)); len(noAddr) > 0 {
 		// A member whose address entry this node has not applied yet (it
 		// precedes the configuration entry, which is in force from its
 		// append): the writer starts when it applies.
