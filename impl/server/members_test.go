@@ -239,7 +239,27 @@ func TestMembershipChanges(t *testing.T) {
 		}
 		return false
 	})
-	// The state check counts the configuration in force: 3 members now, the
+	// Node 4 leads; node 5 joins: its leader is not an initial voter, so
+	// the joining node must answer a node its empty log does not name.
+	if r := do(t, "POST", tc.url(tc.leader(), "/v1/transfer"), `{"to":4}`); r.status != 200 {
+		t.Fatalf("transfer to 4: %d %s", r.status, r.body)
+	}
+	waitFor(t, func() bool { return tc.leader() == 4 })
+	peer5 := listenAt(t, "127.0.0.1:0")
+	addr5 := peer5.Addr().String()
+	tc.mu.Lock()
+	tc.held[addr5] = peer5
+	tc.mu.Unlock()
+	cb = changeEventually(t, tc, fmt.Sprintf(`{"op":"add","id":5,"peer_addr":%q}`, addr5))
+	if peers, err = ParsePeers(cb.Join.Peers); err != nil {
+		t.Fatal(err)
+	}
+	delete(peers, 5)
+	joinAt(t, tc, 5, addr5, peers, j)
+	changeEventually(t, tc, `{"op":"promote","id":5}`)
+	waitFor(t, func() bool { return len(statusOf(t, tc, 5).Voters) == 4 })
+
+	// The state check counts the configuration in force: 4 members now, the
 	// removed one not asked.
 	waitFor(t, func() bool {
 		st := statusOf(t, tc, 4).StateCheck
