@@ -395,7 +395,7 @@ type Status struct {
 	Voters   []int `json:"voters"`
 	Learners []int `json:"learners"`
 	Vote     int   `json:"vote"`
-	Peers  []struct {
+	Peers    []struct {
 		ID        int  `json:"id"`
 		Connected bool `json:"connected"` // this node's connection to the peer is up
 	} `json:"peers"`

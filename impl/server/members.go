@@ -96,14 +96,14 @@ func (n *Node) peerAddrLearned(id raft.NodeID, addr string) {
 }
 
 // peerSet is who the transport sends to under configuration m: its
-// members; and while this node is not one of them (it joins, and its log
-// does not have the entry adding it yet), every node of the address book
-// too, since the leader that adds it need not be an initial voter and the
+// members; and while this node is neither one of them nor removed (it
+// joins, and its log does not have the entry adding it yet), every node
+// of the address book too, since the leader that adds it need not be an initial voter and the
 // node must answer it.
 func (n *Node) peerSet(m raft.Membership) []raft.NodeID {
 	ids := memberIDs(m)
-	if slices.Contains(ids, n.cfg.ID) {
-		return ids
+	if slices.Contains(ids, n.cfg.ID) || slices.Contains(m.Removed, n.cfg.ID) {
+		return ids // a member; or removed: it answers nobody new
 	}
 	for id := range n.cluster.Members {
 		ids = append(ids, id)
