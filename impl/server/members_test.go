@@ -231,14 +231,17 @@ func TestMembershipChanges(t *testing.T) {
 	tc.stop(restart)
 	tc.start(restart)
 	writeKeys(t, tc, 100, 150, 10)
-	waitFor(t, func() bool {
-		for _, p := range statusOf(t, tc, restart).Peers {
-			if p.ID == 4 && p.Connected {
-				return true
-			}
+	deadline := time.Now().Add(30 * time.Second)
+	for connected := false; !connected; {
+		st := statusOf(t, tc, restart)
+		for _, p := range st.Peers {
+			connected = connected || (p.ID == 4 && p.Connected)
 		}
-		return false
-	})
+		if !connected && time.Now().After(deadline) {
+			t.Fatalf("restarted node %d not connected to 4 within 30 s: applied %d, voters %v, peers %+v", restart, st.Applied, st.Voters, st.Peers)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a bound
+	}
 	// Node 4 leads; node 5 joins: its leader is not an initial voter, so
 	// the joining node must answer a node its empty log does not name.
 	if r := do(t, "POST", tc.url(tc.leader(), "/v1/transfer"), `{"to":4}`); r.status != 200 {
