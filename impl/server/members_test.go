@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durableraft/durableraft/impl/kv"
 	"github.com/durableraft/durableraft/impl/raft"
 )
 
@@ -297,4 +298,28 @@ func joinAt(t *testing.T, tc *testCluster, id raft.NodeID, peerAddr string, peer
 	tc.nodes[id] = n
 	tc.mu.Unlock()
 	return n
+}
+
+// TestRestampRefusesReservedKeys: a pipelined client's command on the
+// address book is refused before it costs a log entry; other keys pass.
+func TestRestampRefusesReservedKeys(t *testing.T) {
+	for _, c := range []struct {
+		cmd  kv.Command
+		code string
+	}{
+		{kv.Put(peerKey(9), []byte("127.0.0.1:1")), CodeBadRequest},
+		{kv.Delete([]byte(reservedKeyPrefix + "x")), CodeBadRequest},
+		{kv.CASRevision(peerKey(4), 0, []byte("h:1")), CodeBadRequest},
+		{kv.Put([]byte("raftd/peer/9"), []byte("v")), ""},
+		{kv.Noop(), ""},
+	} {
+		data, err := c.cmd.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := restamp(data)
+		if (e == nil) != (c.code == "") || (e != nil && e.Code != c.code) {
+			t.Errorf("%v: %v, want %q", c.cmd, e, c.code)
+		}
+	}
 }
