@@ -20,16 +20,19 @@ S3="-servers 3 -values 1 -max-term 3 -max-dup 1"
 FULL="-servers 3 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1"
 
 # row NAME EXPECT MODE BUGS ARGS...
-#   EXPECT: an invariant name (a violation of it is expected) or ok
+#   EXPECT: an invariant name (a violation of it is expected), ok, or (MODE
+#   liveness) stuck; a liveness trace goes to spec/testdata/liveness/
 row() {
   local name=$1 expect=$2 mode=$3 bugs=$4; shift 4
   [[ -n "$only" && "$name" != *"$only"* ]] && return 0
   local trace="$out/$name.ndjson" bugflag=()
+  [[ "$mode" == liveness ]] && trace="spec/testdata/liveness/$name.ndjson"
   [[ -n "$bugs" ]] && bugflag=(-bug "$bugs")
   local start=$SECONDS line
   line=$(bin/raftspec "$mode" -profile durable "${bugflag[@]}" "$@" -trace "$trace" 2>/dev/null | tail -1) || true
   local took=$((SECONDS - start)) verdict=ok
   [[ "$line" == *"result=violation"* ]] && verdict=$(sed 's/.*invariant=\([A-Za-z]*\).*/\1/' <<<"$line")
+  [[ "$line" == *"result=stuck"* ]] && verdict=stuck
   local status=PASS
   if [[ "$verdict" != "$expect" ]]; then status=FAIL; fail=1; fi
   if [[ "$verdict" != ok ]]; then
@@ -61,6 +64,13 @@ for bug in candidate-advertises-learned candidate-advertises-appended no-voter-l
 done
 # The boot window: the TRUNCATED mark durable only after the cut (production).
 row mark-after-cut                  CommittedIsDurable explore  mark-after-cut                -servers 2 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 1 -corruptions 1 -production -invariant CommittedIsDurable
+# The ambiguous tail (issue 10 item 2): a damaged last synced batch booted
+# CLEAN. A whole-cluster power loss at 2 servers is one PowerLoss each.
+row ambiguous-tail-clean            CommittedIsDurable explore  ambiguous-tail-clean          $S2 -max-msgs 1 -crashes 0 -corruptions 0 -power-losses 2
+row ambiguous-tail-clean.loss       NoAckedLoss        simulate ambiguous-tail-clean          $S3 -max-log 1 -max-msgs 2 -crashes 0 -corruptions 0 -power-losses 1 -invariant NoAckedLoss -walks 100000 -depth 60
+# The rule's other half, against the wedge: an AMBIGUOUS member that
+# withholds its vote leaves no leader (raftspec liveness; not an invariant).
+row ambiguous-withholds-vote        stuck              liveness ambiguous-withholds-vote      $S2 -max-msgs 1 -crashes 0 -corruptions 0 -power-losses 2
 # A driver that does not sync a truncation: it needs term 3 for a conflict of
 # durable entries, and walks do not reach it; exhaustive at 2 servers.
 row truncation-not-synced.alone     ok                 explore  truncation-not-synced         -servers 2 -values 1 -max-term 3 -max-log 2 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 0 -workers 2 -sometimes TruncationLost

@@ -94,9 +94,8 @@ func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j 
 		n.CommitIndex[i] = msg.McommitIndex
 		if m.durable() {
 			n.LearnedCommit[i] = m.learnedFrom(s, i, msg)
-			if s.Verdict[i] == Truncated && m.FenceReleases(s, i, msg) {
-				n.Verdict[i] = Clean
-				n.TruncatedAtTerm[i] = 0
+			if s.Verdict[i] != Clean && m.FenceReleases(s, i, msg) {
+				repaired(&n, i) // TRUNCATED or AMBIGUOUS (power.go)
 			}
 		}
 		m.reply(&n, MessageOf[T, L]{
@@ -115,6 +114,7 @@ func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j 
 		n.Log[i] = log.Prefix(log.Len() - 1)
 		if m.durable() {
 			n.DurableLen[i] = min(s.DurableLen[i], T(n.Log[i].Len()))
+			n.BatchStart[i] = min(s.BatchStart[i], n.DurableLen[i]) // 0 without power losses
 			m.keepStaleLog(s, &n, i)
 		}
 		label.Branch = BranchConflict

@@ -23,6 +23,9 @@ func (m *Machine[T, L, V]) Flush(s *StateOf[T, L, V], i ServerID, emit EmitOf[T,
 	}
 	n := *s
 	n.DurableLen[i] = T(s.Log[i].Len())
+	if m.PowerLosses > 0 {
+		n.BatchStart[i] = s.DurableLen[i] // the batch this flush syncs (power.go)
+	}
 	n.StaleLog[i], n.StaleDurable[i] = *new(L), 0
 	emit(n, LabelOf[T, L]{Action: ActFlush, I: i})
 }
@@ -76,6 +79,7 @@ func (m *Machine[T, L, V]) Crash(s *StateOf[T, L, V], i ServerID, emit EmitOf[T,
 				m.restarted(&n, i, d.hs)
 				n.Log[i] = d.log.Prefix(k)
 				n.DurableLen[i] = T(k)
+				n.BatchStart[i] = m.batchStartAt(T(k)) // Open vouches for what it keeps
 				n.LearnedCommit[i] = learned
 				n.CrashesLeft = s.CrashesLeft - 1
 				emit(n, LabelOf[T, L]{Action: ActCrash, I: i, Cut: T(k)})
@@ -92,7 +96,7 @@ func (m *Machine[T, L, V]) Crash(s *StateOf[T, L, V], i ServerID, emit EmitOf[T,
 //
 //	Corrupt(i) ==
 //	    /\ corruptionsLeft > 0
-//	    /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
+//	    /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup damaged \cup {i}) * 2
 //	          <= Cardinality(Server)
 //	    /\ \E k \in 0..(durableLen[i] - 1) :
 //	          /\ log'        = [log EXCEPT ![i] = SubSeq(log[i], 1, k)]
@@ -119,7 +123,7 @@ func (m *Machine[T, L, V]) corrupt(s *StateOf[T, L, V], i ServerID, keepDurable 
 	if s.CorruptionsLeft == 0 {
 		return
 	}
-	var truncated ServerSet
+	truncated := s.Damaged // power losses: the damaged members lost durable entries too
 	for _, k := range m.servers {
 		if s.Verdict[k] == Truncated {
 			truncated = truncated.With(k)
@@ -147,6 +151,7 @@ func (m *Machine[T, L, V]) corrupt(s *StateOf[T, L, V], i ServerID, keepDurable 
 				m.restarted(&n, i, d.hs)
 				n.Log[i] = d.log.Prefix(k)
 				n.DurableLen[i] = T(k)
+				n.BatchStart[i] = m.batchStartAt(T(k))
 				n.LearnedCommit[i] = learned
 				n.Verdict[i] = Truncated
 				n.TruncatedAtTerm[i] = d.hs.CurrentTerm

@@ -23,6 +23,7 @@ func (m *Machine[T, L, V]) resetVolatile(n *StateOf[T, L, V], i ServerID) {
 	n.State[i] = Follower
 	n.VotesResponded[i] = 0
 	n.VotesGranted[i] = 0
+	n.VotesAmbiguous[i] = 0
 	n.VoterLog[i] = *new(V)
 	for _, j := range m.servers {
 		n.NextIndex[i][j] = 1
@@ -74,6 +75,7 @@ func (m *Machine[T, L, V]) Timeout(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 	n.VotedFor[i] = Nil
 	n.VotesResponded[i] = 0
 	n.VotesGranted[i] = 0
+	n.VotesAmbiguous[i] = 0
 	n.VoterLog[i] = *new(V)
 	emit(n, LabelOf[T, L]{Action: ActTimeout, I: i})
 }
@@ -216,14 +218,28 @@ func (m *Machine[T, L, V]) AppendEntries(s *StateOf[T, L, V], i, j ServerID, emi
 // cannot become leader.
 //
 // membership: votesGranted[i] \in Quorum(ConfigOf(log[i])).
+//
+// power losses (power.go): the grants of AMBIGUOUS voters count only
+// towards a unanimous election,
+//
+//	/\ \/ votesGranted[i] \ votesAmbiguous[i] \in Quorum
+//	   \/ votesAmbiguous[i] /= {} /\ votesGranted[i] = Server
+//
+// and an AMBIGUOUS member elected so is repaired (CLEAN).
 func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Candidate || !m.quorumIn(s.Log[i], s.VotesGranted[i]) {
+		return
+	}
+	if s.VotesAmbiguous[i] != 0 && !m.electedBy(s.VotesGranted[i], s.VotesAmbiguous[i]) {
 		return
 	}
 	if m.durable() && !m.Has(BugNoPromotionFence) && !PromotionFenceOpen(s, i) {
 		return
 	}
 	n := *s
+	if s.Verdict[i] == Ambiguous {
+		repaired(&n, i)
+	}
 	n.State[i] = Leader
 	for _, j := range m.servers {
 		n.NextIndex[i][j] = T(s.Log[i].Len() + 1)
@@ -242,10 +258,11 @@ func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit Em
 }
 
 // PromotionFenceOpen is the durable profile's promotion fence: i may become
-// leader only with a CLEAN verdict and a durable log that reaches what it
-// learned as committed.
+// leader only with a verdict that is not TRUNCATED and a durable log that
+// reaches what it learned as committed. (An AMBIGUOUS candidate needs a
+// unanimous election, BecomeLeader.)
 func PromotionFenceOpen[T Int, L Seq[T, L], V Voters[L, V]](s *StateOf[T, L, V], i ServerID) bool {
-	return s.Verdict[i] == Clean && s.DurableLen[i] >= s.LearnedCommit[i]
+	return s.Verdict[i] != Truncated && s.DurableLen[i] >= s.LearnedCommit[i]
 }
 
 // ClientRequest is raft.tla's ClientRequest(i, v): leader i receives a
@@ -390,7 +407,9 @@ func recordCommitted[T Int, L Seq[T, L]](committed []CommittedOf[T], log L, comm
 //
 // durable: logOk compares with i's durable log; grant also requires
 // VoterFloorOk (the candidate's durable index reaches learnedCommit[i]) and
-// a CLEAN verdict (a TRUNCATED member grants no vote until repaired).
+// a verdict that is not TRUNCATED (a TRUNCATED member grants no vote until
+// repaired). power losses: an AMBIGUOUS voter's grant says so
+// (mambiguous |-> grant /\ verdict[i] = Ambiguous, power.go).
 func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm > s.CurrentTerm[i] {
 		return
@@ -409,6 +428,9 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		if !m.Has(BugTruncatedMemberVotes) && s.Verdict[i] == Truncated {
 			grant = false
 		}
+		if m.Has(BugAmbiguousWithholdsVote) && s.Verdict[i] == Ambiguous {
+			grant = false
+		}
 	}
 	n := *s
 	if grant {
@@ -420,6 +442,7 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		MvoteGranted: grant,
 		Msource:      i,
 		Mdest:        j,
+		Mambiguous:   grant && s.Verdict[i] == Ambiguous,
 	}
 	if m.history {
 		resp.Mlog = s.Log[i]
@@ -462,6 +485,8 @@ func (m *Machine[T, L, V]) voteOf(s *StateOf[T, L, V], i ServerID) ServerID {
 //	          /\ UNCHANGED <<votesGranted, voterLog>>
 //	    /\ Discard(m)
 //	    /\ UNCHANGED <<serverVars, votedFor, leaderVars, logVars>>
+//
+// power losses: an AMBIGUOUS grant also joins votesAmbiguous[i].
 func (m *Machine[T, L, V]) HandleRequestVoteResponse(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm != s.CurrentTerm[i] {
 		return
@@ -470,6 +495,9 @@ func (m *Machine[T, L, V]) HandleRequestVoteResponse(s *StateOf[T, L, V], i, j S
 	n.VotesResponded[i] = s.VotesResponded[i].With(j)
 	if msg.MvoteGranted {
 		n.VotesGranted[i] = s.VotesGranted[i].With(j)
+		if msg.Mambiguous {
+			n.VotesAmbiguous[i] = s.VotesAmbiguous[i].With(j)
+		}
 		if m.history {
 			n.VoterLog[i] = s.VoterLog[i].With(j, msg.Mlog)
 		}

@@ -86,6 +86,17 @@ const (
 	// Len(m.mentries)), what the message proves it holds: one corrupted
 	// value then fences the member and raises its voter floor for ever.
 	BugLearnedCommitUnclamped
+	// BugAmbiguousTailClean (power losses only): a boot that finds its last
+	// batch damaged with nothing vouching for it calls it a torn unsynced
+	// tail and boots CLEAN (impl/wal's TORN_TAIL before issue 10 item 2),
+	// although the batch may have been synced and acknowledged.
+	BugAmbiguousTailClean
+	// BugAmbiguousWithholdsVote (power losses only): an AMBIGUOUS member
+	// grants no vote, as a TRUNCATED one does, instead of a grant that
+	// counts towards a unanimous election: after a whole-cluster power
+	// loss that leaves a quorum AMBIGUOUS nobody can be elected (the
+	// liveness check's counterexample).
+	BugAmbiguousWithholdsVote
 
 	// The classic bugs: one rule of raft.tla itself removed (issue 20).
 	// Each is a switch of either profile.
@@ -130,6 +141,8 @@ const (
 
 	membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
 
+	powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
+
 	// protocolBugs are the switches profile raft takes.
 	protocolBugs = classicBugs | membershipBugs
 )
@@ -152,6 +165,8 @@ var bugNames = map[Bug]string{
 	BugRestartForgetsVote:          "restart-forgets-vote",
 	BugMarkAfterCut:                "mark-after-cut",
 	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
+	BugAmbiguousTailClean:          "ambiguous-tail-clean",
+	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
 }
@@ -193,6 +208,18 @@ func MembershipBugs() []string {
 	var names []string
 	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
 		if bit&membershipBugs != 0 {
+			names = append(names, bugNames[bit])
+		}
+	}
+	return names
+}
+
+// PowerLossBugs lists by name the switches of the power-loss rule
+// (power.go), which the core does not implement yet (issue 10 item 2).
+func PowerLossBugs() []string {
+	var names []string
+	for bit := Bug(1); bit < bugEnd; bit <<= 1 {
+		if bit&powerLossBugs != 0 {
 			names = append(names, bugNames[bit])
 		}
 	}
@@ -243,6 +270,13 @@ type Config struct {
 	// that passes every check the receiver can make. State
 	// (badCommitsLeft), fingerprinted when not 0.
 	BadCommits int
+	// PowerLosses (durable profile, without the production actions and
+	// membership): how many PowerLoss steps a behaviour may take in all
+	// (power.go): a reboot after a power cut that tore the member's
+	// unsynced tail or damaged its last synced batch at rest. A
+	// whole-cluster power loss is one PowerLoss per member. State
+	// (powerLossesLeft), fingerprinted when not 0.
+	PowerLosses int
 
 	Bugs Bug
 
@@ -287,6 +321,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-bug learned-commit-unclamped needs the production actions (the durable profile keeps its unclamped rule)")
 	case c.BadCommits < 0 || c.BadCommits > 200 || (c.BadCommits > 0 && !c.Production):
 		return fmt.Errorf("bad-commits=%d: want 0..200, and the production actions", c.BadCommits)
+	case c.PowerLosses < 0 || c.PowerLosses > 200 || (c.PowerLosses > 0 && (c.Profile != ProfileDurable || c.Production || c.Membership)):
+		return fmt.Errorf("power-losses=%d: want 0..200, profile durable, without the production actions and membership", c.PowerLosses)
+	case c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote) != 0 && c.PowerLosses == 0:
+		return fmt.Errorf("-bug %v needs power losses (-power-losses)", c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote))
 	}
 	return c.validateMembership()
 }
@@ -298,6 +336,9 @@ func (c Config) String() string {
 		s += fmt.Sprintf(" crashes=%d corruptions=%d", c.Crashes, c.Corruptions)
 		if c.BadCommits > 0 {
 			s += fmt.Sprintf(" bad-commits=%d", c.BadCommits)
+		}
+		if c.PowerLosses > 0 {
+			s += fmt.Sprintf(" power-losses=%d", c.PowerLosses)
 		}
 	}
 	if c.Bugs != 0 {

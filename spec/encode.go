@@ -45,6 +45,9 @@ func (e *encoder) message(m *Message) {
 	if m.Msuccess {
 		flags |= 2
 	}
+	if m.Mambiguous {
+		flags |= 4
+	}
 	e.u8(flags)
 	e.u8(m.MmatchIndex)
 	e.id(m.Msource)
@@ -121,6 +124,14 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 		if m.BadCommits > 0 {
 			e.u8(s.BadCommitsLeft)
 		}
+		if m.PowerLosses > 0 {
+			for _, i := range m.servers {
+				e.u8(s.BatchStart[i])
+				e.set(uint8(s.VotesAmbiguous[i]))
+			}
+			e.set(uint8(s.Damaged))
+			e.u8(s.PowerLossesLeft)
+		}
 	}
 	return e.b
 }
@@ -186,6 +197,7 @@ func (d *decoder) message(m *Message) {
 	flags := d.u8()
 	m.MvoteGranted = flags&1 != 0
 	m.Msuccess = flags&2 != 0
+	m.Mambiguous = flags&4 != 0
 	m.MmatchIndex = d.u8()
 	m.Msource = ServerID(d.u8())
 	m.Mdest = ServerID(d.u8())
@@ -262,6 +274,14 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 		s.CorruptionsLeft = d.u8()
 		if m.BadCommits > 0 {
 			s.BadCommitsLeft = d.u8()
+		}
+		if m.PowerLosses > 0 {
+			for _, i := range m.servers {
+				s.BatchStart[i] = d.u8()
+				s.VotesAmbiguous[i] = ServerSet(d.u8())
+			}
+			s.Damaged = ServerSet(d.u8())
+			s.PowerLossesLeft = d.u8()
 		}
 	}
 	if d.pos != len(enc) {

@@ -68,6 +68,27 @@ func TypeOK(m *Model, s *State) string {
 		if detail := typeOKWindow(m, s, i); detail != "" {
 			return detail
 		}
+		if detail := typeOKPower(m, s, i); detail != "" {
+			return detail
+		}
+	}
+	return ""
+}
+
+// typeOKPower checks the variables of power losses (power.go) of server i:
+// the last batch starts within the durable log, the ambiguous grants are
+// grants, a damaged member is not CLEAN, and all are zero without power
+// losses.
+func typeOKPower(m *Model, s *State, i ServerID) string {
+	switch {
+	case s.BatchStart[i] > s.DurableLen[i]:
+		return fmt.Sprintf("%v: batchStart %d > durableLen %d", i, s.BatchStart[i], s.DurableLen[i])
+	case s.VotesAmbiguous[i]&^s.VotesGranted[i] != 0:
+		return fmt.Sprintf("%v: votesAmbiguous %v not within votesGranted %v", i, s.VotesAmbiguous[i].Members(), s.VotesGranted[i].Members())
+	case s.Damaged.Has(i) && s.Verdict[i] == Clean && !m.Has(BugAmbiguousTailClean):
+		return fmt.Sprintf("%v: damaged but CLEAN", i)
+	case m.PowerLosses == 0 && (s.BatchStart[i] != 0 || s.VotesAmbiguous[i] != 0 || s.Damaged != 0 || s.Verdict[i] == Ambiguous):
+		return fmt.Sprintf("%v: power-loss variables set without power losses", i)
 	}
 	return ""
 }
@@ -237,14 +258,19 @@ func hasEntry(log Log, index, t uint8) bool {
 //	CommittedIsDurable == \A c \in committed :
 //	    {s \in Server : /\ durableLen[s] >= c.index
 //	                    /\ log[s][c.index].term = c.term}
-//	      \cup {s \in Server : verdict[s] = Truncated} \in Quorum
+//	      \cup {s \in Server : verdict[s] = Truncated}
+//	      \cup {s \in damaged : verdict[s] = Ambiguous} \in Quorum
+//
+// power losses: a member whose last synced batch was damaged counts as a
+// holder while it is AMBIGUOUS (fenced as power.go's rule has it), not
+// once it booted CLEAN (-bug ambiguous-tail-clean).
 //
 // membership: a quorum of the configuration c was committed in, c.config.
 func CommittedIsDurable(m *Model, s *State) string {
 	for _, c := range s.Committed {
 		var holders ServerSet
 		for _, i := range m.servers {
-			if holdsDurably(s, i, c.Index, c.Term) || s.Verdict[i] == Truncated {
+			if holdsDurably(s, i, c.Index, c.Term) || s.Verdict[i] == Truncated || (s.Verdict[i] == Ambiguous && s.Damaged.Has(i)) {
 				holders = holders.With(i)
 			}
 		}

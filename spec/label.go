@@ -45,6 +45,8 @@ const (
 	ActCorruptLeaderCommit
 	// Membership (membership.go), only with Config.Membership.
 	ActChangeConfig
+	// Power losses (power.go), only with Config.PowerLosses > 0.
+	ActPowerLoss
 	actionEnd
 )
 
@@ -80,6 +82,7 @@ var actionNames = [...]string{
 	ActCorruptFromSnapshot:            "CorruptFromSnapshot",
 	ActCorruptLeaderCommit:            "CorruptLeaderCommit",
 	ActChangeConfig:                   "ChangeConfig",
+	ActPowerLoss:                      "PowerLoss",
 }
 
 func (a Action) String() string {
@@ -154,7 +157,7 @@ type LabelOf[T Int, L Seq[T, L]] struct {
 	Action Action
 	I, J   ServerID
 	Value  uint8           // ClientRequest's v; ChangeConfig's configuration value (J: the server changed)
-	Cut    T               // Crash and Corrupt: the length log[i] keeps; FlushTo: the new durableLen
+	Cut    T               // Crash, Corrupt and PowerLoss: the length log[i] keeps; FlushTo: the new durableLen
 	Msg    MessageOf[T, L] // the message of a message action
 	Branch Branch          // HandleAppendEntriesRequest's disjunct
 }
@@ -168,7 +171,8 @@ func (l LabelOf[T, L]) String() string {
 		return fmt.Sprintf("%v(%v, v%d)", l.Action, l.I, l.Value)
 	case l.Action == ActChangeConfig:
 		return fmt.Sprintf("%v(%v, %v) to %v", l.Action, l.I, l.J, DecodeConfig(l.Value))
-	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
+	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot ||
+		l.Action == ActPowerLoss:
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot:
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)

@@ -86,7 +86,7 @@ func (r *LivenessResult) Summary(tracePath string) string {
 func FaultAction(a Action) bool {
 	switch a {
 	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActRestart,
-		ActDuplicateMessage, ActCorruptLeaderCommit:
+		ActDuplicateMessage, ActCorruptLeaderCommit, ActPowerLoss:
 		return true
 	}
 	return false

@@ -102,3 +102,45 @@ func replay(t *testing.T, m *spec.Model, events []trace.Event) []*spec.State {
 	}
 	return out
 }
+
+// The liveness check with power losses (issue 10 item 2,
+// docs/durable-raft.md, "The ambiguous tail"): at 2 servers, term <= 2,
+// log <= 1, msgs <= 1, a whole-cluster power loss (one PowerLoss per
+// member), every reachable state has a fault-free continuation in which a
+// leader commits. With -bug ambiguous-withholds-vote (an AMBIGUOUS member
+// grants no vote, as a TRUNCATED one does) one torn tail, which lost
+// nothing, wedges the cluster for ever: the kept trace is that behaviour,
+// and its last state has no such continuation.
+func TestLivenessPowerLoss(t *testing.T) {
+	cfg := spec.Config{Profile: spec.ProfileDurable, Servers: 2, Values: 1, MaxTerm: 2, MaxLog: 1, MaxDup: 1, MaxMsgs: 1,
+		PowerLosses: 2}
+	opt := spec.LivenessOptions{ExtraTerm: 1, ExtraLog: 1}
+	res, err := spec.CheckLiveness(model(t, cfg), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stuck != 0 || res.Reached < 1000 {
+		t.Fatalf("power losses: %d stuck of %d reached", res.Stuck, res.Reached)
+	}
+	const path = "testdata/liveness/ambiguous-withholds-vote.ndjson"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.CheckTrace(decode(t, data)); err != nil {
+		t.Fatalf("under its switch: %v", err)
+	}
+	bug := cfg
+	bug.Bugs = spec.BugAmbiguousWithholdsVote
+	steps := replay(t, model(t, bug), decode(t, data))
+	last := steps[len(steps)-1]
+	if last.Verdict[1] != spec.Ambiguous || last.Log[1].Len() != 0 {
+		t.Fatalf("the kept trace does not end with s1 AMBIGUOUS: %v %v", last.Verdict[1], last.Log[1])
+	}
+	if ok, n := spec.LiveFrom(model(t, bug), last, opt); ok || n < 100 {
+		t.Fatalf("withheld vote: a leader commits again from the last state (%v, %d states)", ok, n)
+	}
+	if ok, n := spec.LiveFrom(model(t, cfg), last, opt); !ok {
+		t.Fatalf("the rule: no continuation of the same state commits (%d states)", n)
+	}
+}

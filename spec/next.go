@@ -40,6 +40,9 @@ func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 			m.Crash(s, i, out)
 			m.Corrupt(s, i, out)
 			m.Flush(s, i, out)
+			if m.PowerLosses > 0 {
+				m.PowerLoss(s, i, out)
+			}
 		} else {
 			m.Restart(s, i, out)
 		}
@@ -104,7 +107,8 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	}
 	out := func(n StateOf[T, L, V], got LabelOf[T, L]) {
 		switch {
-		case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
+		case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot ||
+			l.Action == ActPowerLoss:
 			if got.Cut != l.Cut {
 				return
 			}
@@ -145,6 +149,10 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	case ActFlush:
 		if m.durable() {
 			m.Flush(s, i, out)
+		}
+	case ActPowerLoss:
+		if m.PowerLosses > 0 {
+			m.PowerLoss(s, i, out)
 		}
 	case ActTimeout:
 		m.Timeout(s, i, out)

@@ -222,9 +222,8 @@ func (m *Machine[T, L, V]) HandleAppendEntriesBatch(s *StateOf[T, L, V], i, j Se
 		n := *s
 		n.CommitIndex[i] = max(s.CommitIndex[i], msg.McommitIndex)
 		n.LearnedCommit[i] = m.learnedFrom(s, i, msg)
-		if s.Verdict[i] == Truncated && m.FenceReleases(s, i, msg) {
-			n.Verdict[i] = Clean
-			n.TruncatedAtTerm[i] = 0
+		if s.Verdict[i] != Clean && m.FenceReleases(s, i, msg) {
+			repaired(&n, i)
 		}
 		m.reply(&n, MessageOf[T, L]{Mtype: AppendEntriesResponse, Mterm: s.CurrentTerm[i], Msuccess: true,
 			MmatchIndex: T(matchIndex), Msource: i, Mdest: j}, msg)

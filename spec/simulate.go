@@ -159,7 +159,7 @@ func (w *swarm) key(l *Label) (a Action, i ServerID, weight int) {
 // modelActions lists the actions the model has: weights are drawn only
 // for those, in this order, so that adding actions to one profile does not
 // change the walks of the others (membership's ChangeConfig is drawn last,
-// and only with membership).
+// and only with membership; then PowerLoss, only with power losses).
 func modelActions(m *Model) []Action {
 	n := ActCorrupt + 1
 	if m.Production {
@@ -171,6 +171,9 @@ func modelActions(m *Model) []Action {
 	}
 	if m.Membership {
 		out = append(out, ActChangeConfig)
+	}
+	if m.PowerLosses > 0 {
+		out = append(out, ActPowerLoss) // last, and only with power losses
 	}
 	return out
 }

@@ -14,6 +14,7 @@ type Sometimes struct {
 	Name       string
 	Profile    *Profile // nil: both profiles
 	Production bool     // only with the production actions
+	PowerLoss  bool     // only with power losses (power.go)
 	Doc        string
 	State      func(m *Model, s *State) bool
 	Step       func(m *Model, pre *State, l Label, post *State) bool
@@ -137,13 +138,41 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot
 		}},
+	{Name: "SyncedBatchDamaged", Profile: onlyDurable, PowerLoss: true, Doc: "a power loss damages a member's last synced batch",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActPowerLoss && post.Damaged.Has(l.I) && !pre.Damaged.Has(l.I)
+		}},
+	{Name: "CommittedBatchDamaged", Profile: onlyDurable, PowerLoss: true, Doc: "the damaged batch held a committed entry",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			if l.Action != ActPowerLoss || !post.Damaged.Has(l.I) || pre.Damaged.Has(l.I) {
+				return false
+			}
+			for _, c := range pre.Committed {
+				if c.Index > pre.BatchStart[l.I] && holdsDurably(pre, l.I, c.Index, c.Term) {
+					return true
+				}
+			}
+			return false
+		}},
+	{Name: "AllAmbiguous", Profile: onlyDurable, PowerLoss: true, Doc: "every member is AMBIGUOUS at once",
+		State: func(m *Model, s *State) bool {
+			return !anyServer(m, func(i ServerID) bool { return s.Verdict[i] != Ambiguous })
+		}},
+	{Name: "UnanimousElection", Profile: onlyDurable, PowerLoss: true, Doc: "a leader is elected with an AMBIGUOUS voter's grant (every server granted)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActBecomeLeader && pre.VotesAmbiguous[l.I] != 0
+		}},
+	{Name: "AmbiguousRepaired", Profile: onlyDurable, PowerLoss: true, Doc: "an AMBIGUOUS follower is repaired by a leader of a newer term",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action != ActBecomeLeader && pre.Verdict[l.I] == Ambiguous && post.Verdict[l.I] == Clean
+		}},
 }
 
 // SometimesFor lists the reachability properties of the model's profile.
 func (m *Model) SometimesFor() []Sometimes {
 	var out []Sometimes
 	for _, p := range SometimesProperties {
-		if (p.Profile == nil || *p.Profile == m.Profile) && (!p.Production || m.Production) {
+		if (p.Profile == nil || *p.Profile == m.Profile) && (!p.Production || m.Production) && (!p.PowerLoss || m.PowerLosses > 0) {
 			out = append(out, p)
 		}
 	}

@@ -69,6 +69,18 @@ type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	CorruptionsLeft T
 	BadCommitsLeft  T // badCommitsLeft: CorruptLeaderCommit's budget (badcommit.go)
 
+	// Power losses (power.go); zero without them. BatchStart[i] is the
+	// durable length before i's last flush: durableLen[i] - BatchStart[i]
+	// entries are the last synced batch, which nothing vouches for yet.
+	// VotesAmbiguous[i] are the grants of votesGranted[i] that came from
+	// AMBIGUOUS voters. Damaged (history: the environment's budget) are
+	// the members whose last synced batch a power loss damaged, until
+	// they are repaired.
+	BatchStart      [MaxServers + 1]T
+	VotesAmbiguous  [MaxServers + 1]ServerSet
+	Damaged         ServerSet
+	PowerLossesLeft T
+
 	// The production profile's persistence window (window.go); zero
 	// otherwise. Persisted[i] is the durable copy of i's hard state, the
 	// one a crash may return to; Held[i] the messages i sent while its
@@ -109,6 +121,7 @@ func (m *Machine[T, L, V]) Init() *StateOf[T, L, V] {
 		s.CrashesLeft = T(m.Crashes)
 		s.CorruptionsLeft = T(m.Corruptions)
 		s.BadCommitsLeft = T(m.BadCommits)
+		s.PowerLossesLeft = T(m.PowerLosses)
 	}
 	if m.Production {
 		for _, i := range m.servers {

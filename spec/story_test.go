@@ -22,7 +22,7 @@ import (
 //	Timeout s1                      # an action of one server
 //	RequestVote s1 s2               # i j
 //	ClientRequest s1 1              # i value
-//	Crash s2 0 / Corrupt s2 0       # i cut
+//	Crash s2 0 / Corrupt s2 0       # i cut (PowerLoss s2 0 too)
 //	Crash s2 0 learned=0 term=2     # and the learnedCommit, term or verdict
 //	                                # it brings back (production=1: a restart
 //	                                # may bring back a lower learnedCommit, and
@@ -124,6 +124,8 @@ func parseStory(path string) (*story, error) {
 					st.cfg.Corruptions = n
 				case "production":
 					st.cfg.Production = n != 0
+				case "powerlosses":
+					st.cfg.PowerLosses = n
 				case "bugs":
 					if st.cfg.Bugs, err = ParseBugs(v); err != nil {
 						return nil, fmt.Errorf("%s:%d: %w", path, no, err)
@@ -236,7 +238,7 @@ func (st *story) label(m *Model, s *State, ln storyLine) (Label, func(*State) bo
 			return fail("%v", err)
 		}
 		l.Value = uint8(n)
-	case a == ActCrash || a == ActCorrupt:
+	case a == ActCrash || a == ActCorrupt || a == ActPowerLoss:
 		if len(f) < 3 {
 			return fail("want: %s I CUT [learned=N] [term=N] [verdict=V]", a)
 		}

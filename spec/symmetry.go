@@ -139,7 +139,13 @@ func (c *canonicalizer) serverKey(k []byte, s *State, i ServerID) []byte {
 	k = append(k, s.DurableLen[i], s.LearnedCommit[i], byte(s.Verdict[i]), s.TruncatedAtTerm[i], byte(s.StaleLog[i].Len()))
 	// The persistence window (production profile): the persisted hard
 	// state's term and mark, and how much is held and stale-durable.
-	return append(k, s.Persisted[i].CurrentTerm, s.Persisted[i].TruncatedAtTerm, byte(len(s.Held[i])), s.StaleDurable[i])
+	k = append(k, s.Persisted[i].CurrentTerm, s.Persisted[i].TruncatedAtTerm, byte(len(s.Held[i])), s.StaleDurable[i])
+	// Power losses: the last batch's start, the ambiguous grants, damaged.
+	damaged := byte(0)
+	if s.Damaged.Has(i) {
+		damaged = 1
+	}
+	return append(k, s.BatchStart[i], byte(s.VotesAmbiguous[i].Len()), damaged)
 }
 
 // sortServers orders the servers by key and reports whether the only
@@ -317,6 +323,9 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		dst.Persisted[j] = PersistedOf[uint8]{CurrentTerm: s.Persisted[i].CurrentTerm, VotedFor: r.srv[s.Persisted[i].VotedFor],
 			TruncatedAtTerm: s.Persisted[i].TruncatedAtTerm}
 		dst.StaleDurable[j] = s.StaleDurable[i]
+		// Power losses (power.go).
+		dst.BatchStart[j] = s.BatchStart[i]
+		dst.VotesAmbiguous[j] = renameSet(s.VotesAmbiguous[i], &r.srv)
 		if len(s.Held[i]) > 0 {
 			held := make([]BagEntry, len(s.Held[i]))
 			for k, e := range s.Held[i] {
@@ -363,6 +372,8 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 	dst.CrashesLeft = s.CrashesLeft
 	dst.CorruptionsLeft = s.CorruptionsLeft
 	dst.BadCommitsLeft = s.BadCommitsLeft
+	dst.Damaged = renameSet(s.Damaged, &r.srv)
+	dst.PowerLossesLeft = s.PowerLossesLeft
 }
 
 // mergeInto sets dst to s with the merged variables (above) at fixed
@@ -379,6 +390,7 @@ func (c *canonicalizer) mergeInto(dst, s *State) {
 		if s.State[i] != Candidate {
 			dst.VotesResponded[i] = 0
 			dst.VotesGranted[i] = 0
+			dst.VotesAmbiguous[i] = 0
 		}
 		dst.VoterLog[i] = ""
 	}

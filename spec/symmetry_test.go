@@ -230,9 +230,9 @@ func TestRenameCoversState(t *testing.T) {
 		reflect.TypeOf(State{}): {"Messages", "Elections", "AllLogs", "CurrentTerm", "State", "VotedFor", "Log",
 			"CommitIndex", "VotesResponded", "VotesGranted", "VoterLog", "NextIndex", "MatchIndex", "DurableLen",
 			"LearnedCommit", "Verdict", "TruncatedAtTerm", "StaleLog", "Committed", "CrashesLeft", "CorruptionsLeft", "BadCommitsLeft",
-			"Persisted", "Held", "StaleDurable"},
+			"BatchStart", "VotesAmbiguous", "Damaged", "PowerLossesLeft", "Persisted", "Held", "StaleDurable"},
 		reflect.TypeOf(Message{}): {"Mtype", "Mterm", "MlastLogTerm", "MlastLogIndex", "MprevLogIndex", "MprevLogTerm",
-			"Mentries", "Mlog", "McommitIndex", "MleaderCommit", "MvoteGranted", "Msuccess", "MmatchIndex", "Msource", "Mdest"},
+			"Mentries", "Mlog", "McommitIndex", "MleaderCommit", "MvoteGranted", "Msuccess", "MmatchIndex", "Msource", "Mdest", "Mambiguous"},
 		reflect.TypeOf(Election{}):       {"Eterm", "Eleader", "Elog", "Evotes", "EvoterLog"},
 		reflect.TypeOf(CommittedEntry{}): {"Index", "Term", "CommitTerm", "Config"}, // Config: renameConfig
 	}

@@ -36,7 +36,7 @@ func (m *Machine[T, L, V]) TraceMessage(msg MessageOf[T, L]) *trace.Message {
 		MprevLogIndex: int(msg.MprevLogIndex), MprevLogTerm: int(msg.MprevLogTerm),
 		Mentries: traceEntries(msg.Mentries), McommitIndex: int(msg.McommitIndex),
 		MvoteGranted: msg.MvoteGranted, Msuccess: msg.Msuccess, MmatchIndex: int(msg.MmatchIndex),
-		Msource: serverName(msg.Msource), Mdest: serverName(msg.Mdest),
+		Msource: serverName(msg.Msource), Mdest: serverName(msg.Mdest), Mambiguous: msg.Mambiguous,
 	}
 	if m.durable() && msg.Mtype == AppendEntriesRequest {
 		c := int(msg.MleaderCommit)
@@ -97,6 +97,7 @@ func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 		c.Crashes, c.Corruptions = m.Crashes, m.Corruptions
 		c.Production = m.Production
 		c.BadCommits = m.BadCommits
+		c.PowerLosses = m.PowerLosses
 	}
 	if m.Membership {
 		c.Membership, c.InitVoters = true, m.InitVoters
@@ -137,7 +138,7 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 		e.Value = &v
 		e.Peer = serverName(l.J)
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActFlushTo ||
-		l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot:
+		l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot || l.Action == ActPowerLoss:
 		c := int(l.Cut)
 		e.Cut = &c
 	}

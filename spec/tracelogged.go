@@ -105,7 +105,7 @@ func (c *TraceChecker) message(t *trace.Message) (traceMessage, error) {
 	}
 	return traceMessage{Mtype: mtype, Mterm: f[0], MlastLogTerm: f[1], MlastLogIndex: f[2], MprevLogIndex: f[3],
 		MprevLogTerm: f[4], Mentries: entries, McommitIndex: f[5], MmatchIndex: f[6], MleaderCommit: f[7],
-		MvoteGranted: t.MvoteGranted, Msuccess: t.Msuccess, Msource: src, Mdest: dst}, nil
+		MvoteGranted: t.MvoteGranted, Msuccess: t.Msuccess, Msource: src, Mdest: dst, Mambiguous: t.Mambiguous}, nil
 }
 
 // loggedState is an event's logged post-state of its node in the
@@ -188,10 +188,13 @@ func (c *TraceChecker) loggedState(e *trace.Event) (*loggedState, error) {
 	}
 	switch n.Verdict {
 	case "":
-	case "CLEAN", "TRUNCATED":
+	case "CLEAN", "TRUNCATED", "AMBIGUOUS":
 		v := Clean
-		if n.Verdict == "TRUNCATED" {
+		switch n.Verdict {
+		case "TRUNCATED":
 			v = Truncated
+		case "AMBIGUOUS":
+			v = Ambiguous
 		}
 		w.verdict = &v
 	default:

@@ -62,6 +62,10 @@ func newTraceMachine(c *trace.Config) (*traceMachine, error) {
 	if p == ProfileDurable {
 		cfg.Crashes, cfg.Corruptions, cfg.Production = c.Crashes, c.Corruptions, c.Production
 		cfg.BadCommits = c.BadCommits
+		cfg.PowerLosses = c.PowerLosses
+	}
+	if c.PowerLosses < 0 || c.PowerLosses > trace.MaxIndex || (c.PowerLosses > 0 && (p != ProfileDurable || c.Production || c.Membership)) {
+		return nil, fmt.Errorf("powerLosses=%d: out of range, or not profile durable without the production actions and membership", c.PowerLosses)
 	}
 	if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
 		return nil, err
@@ -99,6 +103,9 @@ func (m *traceMachine) traceKey(s *TraceState) uint64 {
 // futures, and the checker keeps one.
 func (m *traceMachine) traceStatesEqual(a, b *TraceState) bool {
 	if a.CrashesLeft != b.CrashesLeft || a.CorruptionsLeft != b.CorruptionsLeft || a.BadCommitsLeft != b.BadCommitsLeft || !bagsEqual(a.Messages, b.Messages) {
+		return false
+	}
+	if a.PowerLossesLeft != b.PowerLossesLeft || a.Damaged != b.Damaged || a.BatchStart != b.BatchStart || a.VotesAmbiguous != b.VotesAmbiguous {
 		return false
 	}
 	for _, i := range m.servers {

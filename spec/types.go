@@ -81,15 +81,23 @@ func (t MType) String() string {
 // reset it (see docs/durable-raft.md, "Corrupt").
 type Verdict uint8
 
-// Recovery verdicts.
+// Recovery verdicts. Ambiguous (issue 10 item 2, power.go): the boot found
+// the last batch of the log damaged with nothing behind it that vouches for
+// it, which is either a write torn before its fdatasync (nothing durable
+// lost) or a synced, possibly acknowledged batch damaged at rest; the member
+// cannot tell which.
 const (
 	Clean Verdict = iota
 	Truncated
+	Ambiguous
 )
 
 func (v Verdict) String() string {
-	if v == Truncated {
+	switch v {
+	case Truncated:
 		return "TRUNCATED"
+	case Ambiguous:
+		return "AMBIGUOUS"
 	}
 	return "CLEAN"
 }
@@ -320,6 +328,10 @@ type MessageOf[T Int, L Seq[T, L]] struct {
 	MmatchIndex   T
 	Msource       ServerID
 	Mdest         ServerID
+	// Mambiguous (RequestVoteResponse, power losses only): the grant of a
+	// voter whose verdict is AMBIGUOUS, which counts only towards a
+	// unanimous election (power.go). Always false otherwise.
+	Mambiguous bool
 }
 
 // Message is the explorer's message.
@@ -380,6 +392,9 @@ func compareMessage[T Int, L Seq[T, L]](a, b *MessageOf[T, L]) int {
 	if c := boolCompare(a.Msuccess, b.Msuccess); c != 0 {
 		return c
 	}
+	if c := boolCompare(a.Mambiguous, b.Mambiguous); c != 0 {
+		return c
+	}
 	return cmp.Compare(a.MmatchIndex, b.MmatchIndex)
 }
 
@@ -389,6 +404,10 @@ func (m MessageOf[T, L]) String() string {
 		return fmt.Sprintf("RequestVoteRequest{%v->%v term=%d lastLogTerm=%d lastLogIndex=%d}",
 			m.Msource, m.Mdest, m.Mterm, m.MlastLogTerm, m.MlastLogIndex)
 	case RequestVoteResponse:
+		if m.Mambiguous {
+			return fmt.Sprintf("RequestVoteResponse{%v->%v term=%d granted=%v ambiguous}",
+				m.Msource, m.Mdest, m.Mterm, m.MvoteGranted)
+		}
 		return fmt.Sprintf("RequestVoteResponse{%v->%v term=%d granted=%v}",
 			m.Msource, m.Mdest, m.Mterm, m.MvoteGranted)
 	case AppendEntriesRequest:

@@ -206,9 +206,13 @@ func (m *Machine[T, L, V]) diskImages(s *StateOf[T, L, V], i ServerID) []diskIma
 // state it found, durable, and nothing held or pending.
 func (m *Machine[T, L, V]) restarted(n *StateOf[T, L, V], i ServerID, hs PersistedOf[T]) {
 	n.CurrentTerm[i], n.VotedFor[i], n.TruncatedAtTerm[i] = hs.CurrentTerm, hs.VotedFor, hs.TruncatedAtTerm
+	ambiguous := n.Verdict[i] == Ambiguous // power.go: as sticky as TRUNCATED
 	n.Verdict[i] = Clean
 	if hs.TruncatedAtTerm != 0 {
 		n.Verdict[i] = Truncated
+		if ambiguous {
+			n.Verdict[i] = Ambiguous
+		}
 	}
 	n.StaleLog[i] = *new(L)
 	n.StaleDurable[i] = 0

@@ -26,7 +26,8 @@ CONSTANTS
     Corruptions,  \* durable: Corrupt steps a behaviour may take in all
     Production,   \* durable: TRUE adds the production core's actions
     Membership,   \* TRUE: configurations in the log, ChangeConfig (docs/membership.md)
-    InitVoters    \* membership: servers s1..sN are the initial voters (0: all)
+    InitVoters,   \* membership: servers s1..sN are the initial voters (0: all)
+    PowerLosses   \* durable, without Production and Membership: PowerLoss steps in all
 
 \* Reserved values.  Strings, so that a trace's JSON maps onto them as is.
 Nil       == "Nil"
@@ -40,6 +41,7 @@ AppendEntriesResponse == "AppendEntriesResponse"
 InstallSnapshotRequest == "InstallSnapshotRequest"  \* production: a snapshot offered
 Clean     == "CLEAN"
 Truncated == "TRUNCATED"
+Ambiguous == "AMBIGUOUS"   \* power losses: a damaged last batch nothing vouches for
 
 \* The switches of spec/config.go, in the order of its Bug bits.
 BugNames == <<"self-counts-appended", "follower-acks-appended",
@@ -47,7 +49,8 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
               "no-voter-learned-floor", "no-promotion-fence",
               "truncated-member-votes", "release-at-leader-commit",
               "truncation-not-synced", "mark-after-cut",
-              "learned-commit-unclamped">>
+              "learned-commit-unclamped", "ambiguous-tail-clean",
+              "ambiguous-withholds-vote">>
 
 \* The membership switches (spec/config.go), of either profile.
 MembershipBugSeq   == <<"config-before-own-term-commit", "config-while-uncommitted">>
@@ -62,6 +65,10 @@ ASSUME /\ Profile \in {"raft", "durable"}
        /\ Production => Profile = "durable"
        /\ "mark-after-cut" \in Bugs => Production
        /\ "learned-commit-unclamped" \in Bugs => Production
+       /\ PowerLosses \in Nat
+       /\ PowerLosses > 0 => Profile = "durable" /\ ~Production /\ ~Membership
+       /\ "ambiguous-tail-clean" \in Bugs => PowerLosses > 0
+       /\ "ambiguous-withholds-vote" \in Bugs => PowerLosses > 0
        /\ Nil \notin Server
 
 IsDurable    == Profile = "durable"
@@ -98,12 +105,22 @@ VARIABLE staleDurable      \* the durable length of staleLog[i]
 VARIABLE persisted         \* the durable copy of i's hard state
 VARIABLE held              \* messages i sent in its window: a bag per server
 
+(* Variables of power losses (spec/power.go); constant without them.       *)
+
+VARIABLE batchStart        \* durableLen[i] before i's last Flush: the last synced
+                           \* batch is the entries after it, up to durableLen[i]
+VARIABLE votesAmbiguous    \* the grants of votesGranted[i] from AMBIGUOUS voters
+VARIABLE damaged           \* history (the budget): members whose last synced batch
+                           \* a power loss damaged, until repaired
+VARIABLE powerLossesLeft   \* the budget of PowerLoss steps
+
 serverVars    == <<currentTerm, state, votedFor>>
 logVars       == <<log, commitIndex>>
-candidateVars == <<votesResponded, votesGranted, voterLog>>
+candidateVars == <<votesResponded, votesGranted, voterLog, votesAmbiguous>>
 leaderVars    == <<nextIndex, matchIndex, elections>>
 durableVars   == <<durableLen, learnedCommit, verdict, truncatedAtTerm,
-                   committed, crashesLeft, corruptionsLeft>>
+                   committed, crashesLeft, corruptionsLeft, batchStart, damaged,
+                   powerLossesLeft>>
 windowVars    == <<staleLog, staleDurable, persisted, held>>
 vars == <<messages, allLogs, serverVars, candidateVars, leaderVars, logVars,
           durableVars, windowVars>>
@@ -301,6 +318,10 @@ Init ==
     /\ persisted       = [i \in Server |-> [currentTerm |-> 1, votedFor |-> Nil,
                                              truncatedAtTerm |-> 0]]
     /\ held            = [i \in Server |-> EmptyBag]
+    /\ batchStart      = [i \in Server |-> 0]
+    /\ votesAmbiguous  = [i \in Server |-> {}]
+    /\ damaged         = {}
+    /\ powerLossesLeft = PowerLosses
 
 -----------------------------------------------------------------------------
 (* Actions of raft.tla, with the durable profile's changes marked.         *)
@@ -311,6 +332,7 @@ ResetVolatileTo(i, c) ==
     /\ state'          = [state EXCEPT ![i] = Follower]
     /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
     /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
+    /\ votesAmbiguous' = [votesAmbiguous EXCEPT ![i] = {}]
     /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
     /\ nextIndex'      = [nextIndex EXCEPT ![i] = [j \in Server |-> 1]]
     /\ matchIndex'     = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
@@ -335,6 +357,7 @@ Timeout(i) ==
     /\ votedFor'       = [votedFor EXCEPT ![i] = Nil]
     /\ votesResponded' = [votesResponded EXCEPT ![i] = {}]
     /\ votesGranted'   = [votesGranted EXCEPT ![i] = {}]
+    /\ votesAmbiguous' = [votesAmbiguous EXCEPT ![i] = {}]
     /\ voterLog'       = [voterLog EXCEPT ![i] = [j \in {} |-> <<>>]]
     /\ UNCHANGED <<messages, leaderVars, logVars, durableVars, persisted, held>>
     /\ OpenWindow(i)
@@ -401,15 +424,29 @@ AppendEntries(i, j) ==
     /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
 
 \* durable: the promotion fence.  A TRUNCATED member, or one whose durable
-\* log is shorter than what it learned as committed, may not lead.
+\* log is shorter than what it learned as committed, may not lead.  (An
+\* AMBIGUOUS one leads only by a unanimous election, ElectedBy.)
 PromotionFenceOpen(i) ==
-    verdict[i] = Clean /\ durableLen[i] >= learnedCommit[i]
+    verdict[i] /= Truncated /\ durableLen[i] >= learnedCommit[i]
 
-\* Candidate i has a quorum of votes and becomes leader.
+\* power losses (spec/power.go): the grants of AMBIGUOUS voters count only
+\* towards a unanimous election.
+ElectedBy(votes, ambiguous) ==
+    \/ votes \ ambiguous \in Quorum
+    \/ ambiguous /= {} /\ votes = Server
+
+\* Candidate i has a quorum of votes and becomes leader.  power losses: an
+\* AMBIGUOUS candidate elected (unanimously) is repaired.
 BecomeLeader(i) ==
     /\ state[i] = Candidate
     /\ IsQuorumIn(log[i], votesGranted[i])
+    /\ votesAmbiguous[i] /= {} => ElectedBy(votesGranted[i], votesAmbiguous[i])
     /\ IsDurable /\ ~Has("no-promotion-fence") => PromotionFenceOpen(i)
+    /\ IF verdict[i] = Ambiguous
+       THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
+            /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
+            /\ damaged'         = damaged \ {i}
+       ELSE UNCHANGED <<verdict, truncatedAtTerm, damaged>>
     /\ state'      = [state EXCEPT ![i] = Leader]
     /\ nextIndex'  = [nextIndex EXCEPT ![i] = [j \in Server |-> Len(log[i]) + 1]]
     /\ matchIndex' = [matchIndex EXCEPT ![i] = [j \in Server |-> 0]]
@@ -418,8 +455,9 @@ BecomeLeader(i) ==
                                       elog      |-> log[i],
                                       evotes    |-> votesGranted[i],
                                       evoterLog |-> voterLog[i]]}
-    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, logVars, durableVars,
-                   windowVars>>
+    /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, logVars, durableLen,
+                   learnedCommit, committed, crashesLeft, corruptionsLeft, batchStart,
+                   powerLossesLeft, windowVars>>
 
 \* Leader i appends client value v to its log (not yet durable).
 ClientRequest(i, v) ==
@@ -485,7 +523,7 @@ AdvanceCommitIndex(i) ==
              ELSE UNCHANGED <<learnedCommit, committed>>
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, log,
                    durableLen, verdict, truncatedAtTerm, crashesLeft, corruptionsLeft,
-                   windowVars>>
+                   batchStart, damaged, powerLossesLeft, windowVars>>
 
 -----------------------------------------------------------------------------
 (* Message handlers: i is the recipient, j the sender, m the message.      *)
@@ -501,8 +539,9 @@ HandleRequestVoteRequest(i, j, m) ==
                     /\ m.mlastLogIndex >= Len(mine)
         floorOk   == IsDurable /\ ~Has("no-voter-learned-floor")
                         => m.mlastLogIndex >= learnedCommit[i]
-        verdictOk == IsDurable /\ ~Has("truncated-member-votes")
-                        => verdict[i] = Clean
+        verdictOk == /\ IsDurable /\ ~Has("truncated-member-votes")
+                            => verdict[i] /= Truncated
+                     /\ Has("ambiguous-withholds-vote") => verdict[i] /= Ambiguous
         grant == /\ m.mterm = currentTerm[i]
                  /\ logOk
                  /\ votedFor[i] \in {Nil, j}
@@ -519,13 +558,18 @@ HandleRequestVoteRequest(i, j, m) ==
                      mvoteGranted |-> grant,
                      mlog         |-> log[i],
                      msource      |-> i,
-                     mdest        |-> j],
+                     mdest        |-> j,
+                     mambiguous   |-> grant /\ verdict[i] = Ambiguous],
                     m)
 
-\* Server i counts j's answer to its vote request of this term.
+\* Server i counts j's answer to its vote request of this term.  power
+\* losses: an AMBIGUOUS voter's grant also joins votesAmbiguous[i].
 HandleRequestVoteResponse(i, j, m) ==
     /\ m.mterm = currentTerm[i]
     /\ votesResponded' = [votesResponded EXCEPT ![i] = @ \cup {j}]
+    /\ votesAmbiguous' = IF m.mvoteGranted /\ m.mambiguous
+                         THEN [votesAmbiguous EXCEPT ![i] = @ \cup {j}]
+                         ELSE votesAmbiguous
     /\ \/ /\ m.mvoteGranted
           /\ votesGranted' = [votesGranted EXCEPT ![i] = @ \cup {j}]
           /\ voterLog'     = [voterLog EXCEPT ![i] = @ @@ (j :> m.mlog)]
@@ -609,13 +653,14 @@ AlreadyDoneAppendEntriesRequest(i, j, m) ==
        /\ commitIndex' = [commitIndex EXCEPT ![i] = m.mcommitIndex]
        /\ IF IsDurable
           THEN /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, LearnedFrom(m)})]
-               /\ IF verdict[i] = Truncated /\ FenceReleases(i, m)
+               /\ IF verdict[i] /= Clean /\ FenceReleases(i, m)   \* TRUNCATED or AMBIGUOUS
                   THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
                        /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
-                  ELSE UNCHANGED <<verdict, truncatedAtTerm>>
-          ELSE UNCHANGED <<learnedCommit, verdict, truncatedAtTerm>>
+                       /\ damaged'         = damaged \ {i}
+                  ELSE UNCHANGED <<verdict, truncatedAtTerm, damaged>>
+          ELSE UNCHANGED <<learnedCommit, verdict, truncatedAtTerm, damaged>>
        /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
-                      persisted>>
+                      batchStart, powerLossesLeft, persisted>>
        /\ OpenWindow(i)
        /\ PostReply([mtype       |-> AppendEntriesResponse,
                      mterm       |-> currentTerm[i],
@@ -637,9 +682,10 @@ ConflictAppendEntriesRequest(i, j, m) ==
        /\ IF IsDurable
           THEN durableLen' = [durableLen EXCEPT ![i] = Min({@, Len(log[i]) - 1})]
           ELSE UNCHANGED durableLen
+       /\ batchStart' = [batchStart EXCEPT ![i] = Min({@, durableLen'[i]})]
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
-                      persisted, held>>
+                      damaged, powerLossesLeft, persisted, held>>
        /\ IF IsProduction THEN OpenWindow(i) ELSE KeepStaleLog(i)
 
 \* append: i's log ends at mprevLogIndex; it appends the entry (the message
@@ -721,11 +767,13 @@ Flush(i) ==
     /\ ~(durableLen[i] = Len(log[i]) /\ staleLog[i] = <<>>)
     /\ ~WindowOpen(i)
     /\ durableLen'   = [durableLen EXCEPT ![i] = Len(log[i])]
+    /\ batchStart'   = IF PowerLosses > 0 THEN [batchStart EXCEPT ![i] = durableLen[i]]
+                       ELSE batchStart   \* the batch this flush syncs (power losses)
     /\ staleLog'     = [staleLog EXCEPT ![i] = <<>>]
     /\ staleDurable' = [staleDurable EXCEPT ![i] = 0]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
-                   crashesLeft, corruptionsLeft, persisted, held>>
+                   crashesLeft, corruptionsLeft, damaged, powerLossesLeft, persisted, held>>
 
 \* Persist(i), production: i's window ends.  Its hard state and truncation
 \* are durable, and the messages it held leave.  (With
@@ -785,6 +833,10 @@ RestartedTo(i, d, k, c, cc) ==
 
 Restarted(i, d, k, c) == RestartedTo(i, d, k, c, 0)
 
+\* batchStart'[i] after a restart that keeps k entries, all vouched for
+\* (Open rewrites the last batch and seals it): k, or 0 without power losses.
+BatchStartAt(k) == IF PowerLosses > 0 THEN k ELSE 0
+
 \* Crash of server i: its disk is one of DiskImages(i), of which the
 \* first k entries survive, k at least the durable length: unsynced
 \* writes may survive in full, in part or not at all, and what survives is
@@ -794,13 +846,15 @@ CrashToCommit(i, d, k, c, cc) ==
     /\ crashesLeft > 0
     /\ RestartedTo(i, d, k, c, cc)
     /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = d.hs.truncatedAtTerm]
-    /\ verdict'         = [verdict EXCEPT ![i] =
-                               IF d.hs.truncatedAtTerm = 0 THEN Clean ELSE Truncated]
+    /\ verdict'         = [verdict EXCEPT ![i] =   \* AMBIGUOUS is as sticky as TRUNCATED
+                               IF d.hs.truncatedAtTerm = 0 THEN Clean
+                               ELSE IF @ = Ambiguous THEN Ambiguous ELSE Truncated]
+    /\ batchStart'      = [batchStart EXCEPT ![i] = BatchStartAt(k)]
     /\ persisted'       = IF IsProduction THEN [persisted EXCEPT ![i] = d.hs] ELSE persisted
     /\ staleLog'        = [staleLog EXCEPT ![i] = <<>>]
     /\ staleDurable'    = [staleDurable EXCEPT ![i] = 0]
     /\ crashesLeft'     = crashesLeft - 1
-    /\ UNCHANGED <<messages, elections, committed, corruptionsLeft>>
+    /\ UNCHANGED <<messages, elections, committed, corruptionsLeft, damaged, powerLossesLeft>>
 
 CrashTo(i, d, k, c) == CrashToCommit(i, d, k, c, 0)
 
@@ -826,7 +880,7 @@ CorruptToCommit(i, d, k, c, cc) ==
         markLate == IsProduction /\ Has("mark-after-cut") /\ d.hs.truncatedAtTerm /= mark
     IN /\ IsDurable
        /\ corruptionsLeft > 0
-       /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup {i}) * 2
+       /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup damaged \cup {i}) * 2
               <= Cardinality(Server)
        /\ Membership =>
               \A cf \in ConfigsPresent :
@@ -835,6 +889,7 @@ CorruptToCommit(i, d, k, c, cc) ==
        /\ RestartedTo(i, d, k, c, cc)
        /\ verdict'         = [verdict EXCEPT ![i] = Truncated]
        /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = mark]
+       /\ batchStart'      = [batchStart EXCEPT ![i] = BatchStartAt(k)]
        /\ persisted'       = CASE ~IsProduction          -> persisted
                                [] Has("mark-after-cut") -> [persisted EXCEPT ![i] = d.hs]
                                [] OTHER -> [persisted EXCEPT ![i] =
@@ -843,13 +898,48 @@ CorruptToCommit(i, d, k, c, cc) ==
                                  IF markLate THEN SubSeq(d.log, 1, k) ELSE <<>>]
        /\ staleDurable'    = [staleDurable EXCEPT ![i] = IF markLate THEN k ELSE 0]
        /\ corruptionsLeft' = corruptionsLeft - 1
-       /\ UNCHANGED <<messages, elections, committed, crashesLeft>>
+       /\ UNCHANGED <<messages, elections, committed, crashesLeft, damaged, powerLossesLeft>>
 
 CorruptTo(i, d, k, c) == CorruptToCommit(i, d, k, c, 0)
 
 Corrupt(i) ==
     \E d \in CorruptImages(i) : \E k \in 0..(d.durable - 1) :
         \E c \in RestartLearned(i) : CorruptTo(i, d, k, c)
+
+\* Power losses (spec/power.go, issue 10 item 2): i reboots after a power
+\* cut, and recovery finds its last batch damaged with nothing behind it
+\* that vouches for it: either a write torn before its fdatasync (k =
+\* durableLen[i]: nothing durable lost) or its last synced batch, possibly
+\* acknowledged, damaged at rest (k = batchStart[i]), which only fewer than
+\* a quorum of the members may have, damaged or TRUNCATED and not yet
+\* repaired.  The bytes cannot tell the two apart: the verdict is AMBIGUOUS
+\* either way (ambiguous-tail-clean: the verdict stays, CLEAN boots CLEAN).
+\* Everything kept is vouched for after Open: batchStart' = k.
+PowerLossTo(i, k) ==
+    /\ PowerLosses > 0
+    /\ powerLossesLeft > 0
+    /\ \/ /\ k = durableLen[i]
+          /\ UNCHANGED damaged
+       \/ /\ k = batchStart[i]
+          /\ k < durableLen[i]
+          /\ Cardinality(damaged \cup {s \in Server : verdict[s] = Truncated} \cup {i}) * 2
+                 <= Cardinality(Server)
+          /\ damaged' = damaged \cup {i}
+    /\ ResetVolatile(i)
+    /\ log'             = [log EXCEPT ![i] = SubSeq(@, 1, k)]
+    /\ durableLen'      = [durableLen EXCEPT ![i] = k]
+    /\ batchStart'      = [batchStart EXCEPT ![i] = k]
+    /\ IF Has("ambiguous-tail-clean")
+       THEN UNCHANGED <<verdict, truncatedAtTerm>>
+       ELSE /\ verdict'         = [verdict EXCEPT ![i] = IF @ = Truncated THEN Truncated
+                                                       ELSE Ambiguous]
+            /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = currentTerm[i]]
+    /\ staleLog'        = [staleLog EXCEPT ![i] = <<>>]
+    /\ powerLossesLeft' = powerLossesLeft - 1
+    /\ UNCHANGED <<messages, elections, currentTerm, votedFor, learnedCommit, committed,
+                   crashesLeft, corruptionsLeft, staleDurable, persisted, held>>
+
+PowerLoss(i) == \E k \in {durableLen[i], batchStart[i]} : PowerLossTo(i, k)
 
 -----------------------------------------------------------------------------
 (* Actions of the production core (spec/production.go), in profile durable *)
@@ -904,7 +994,7 @@ BatchConflictAppendEntriesRequest(i, j, m) ==
        /\ durableLen' = [durableLen EXCEPT ![i] = Min({@, keep})]
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
-                      persisted, held>>
+                      batchStart, damaged, powerLossesLeft, persisted, held>>
        /\ OpenWindow(i)
 
 \* append: no conflict, the log ends inside the message's range; append
@@ -927,12 +1017,13 @@ BatchAlreadyDoneAppendEntriesRequest(i, j, m) ==
        /\ ~Has("follower-acks-appended") => durableLen[i] >= matched
        /\ commitIndex'   = [commitIndex EXCEPT ![i] = Max({@, m.mcommitIndex})]
        /\ learnedCommit' = [learnedCommit EXCEPT ![i] = Max({@, LearnedFrom(m)})]
-       /\ IF verdict[i] = Truncated /\ FenceReleases(i, m)
+       /\ IF verdict[i] /= Clean /\ FenceReleases(i, m)
           THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
                /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
-          ELSE UNCHANGED <<verdict, truncatedAtTerm>>
+               /\ damaged'         = damaged \ {i}
+          ELSE UNCHANGED <<verdict, truncatedAtTerm, damaged>>
        /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
-                      persisted>>
+                      batchStart, powerLossesLeft, persisted>>
        /\ OpenWindow(i)
        /\ PostReply([mtype       |-> AppendEntriesResponse,
                      mterm       |-> currentTerm[i],
@@ -1005,7 +1096,7 @@ FlushToKeeping(i, k) ==
     /\ staleDurable' = [staleDurable EXCEPT ![i] = 0]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
-                   crashesLeft, corruptionsLeft, persisted, held>>
+                   crashesLeft, corruptionsLeft, batchStart, damaged, powerLossesLeft, persisted, held>>
 
 FlushTo(i) == \E k \in (durableLen[i] + 1)..(Len(log[i]) - 1) : FlushToKeeping(i, k)
 
@@ -1067,7 +1158,7 @@ InstallSnapshot(i, j, m) ==
        /\ staleDurable'  = [staleDurable EXCEPT ![i] = IF BasePresent(i) THEN k ELSE 0]
        /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
-                      persisted, held>>
+                      batchStart, damaged, powerLossesLeft, persisted, held>>
 
 \* Crash (and Corrupt) with the commit index back as a snapshot's index cc:
 \* 1 <= cc <= Min({commitIndex[i], k}) for the k entries kept.
@@ -1130,6 +1221,7 @@ Next ==
        \/ \E i \in Server : Crash(i)
        \/ \E i \in Server : Corrupt(i)
        \/ \E i \in Server : Flush(i)
+       \/ \E i \in Server : PowerLoss(i)
        \/ \E i \in Server : Timeout(i)
        \/ \E i, j \in Server : RequestVote(i, j)
        \/ \E i \in Server : BecomeLeader(i)
@@ -1168,14 +1260,17 @@ TypeOK ==
         /\ votesResponded[i] \subseteq Server
         /\ durableLen[i] \in 0..Len(log[i])
         /\ learnedCommit[i] \in Nat
-        /\ verdict[i] \in {Clean, Truncated}
+        /\ verdict[i] \in {Clean, Truncated, Ambiguous}
+        /\ batchStart[i] \in 0..durableLen[i]
+        /\ votesAmbiguous[i] \subseteq votesGranted[i]
         /\ (verdict[i] = Clean) <=> (truncatedAtTerm[i] = 0)
         /\ ~IsProduction /\ staleLog[i] /= <<>> =>
                /\ Has("truncation-not-synced")
                /\ Len(staleLog[i]) > durableLen[i]
         /\ staleDurable[i] \in 0..Len(staleLog[i])
         /\ \A m \in DOMAIN held[i] : m.msource = i /\ held[i][m] \in Nat \ {0}
-    /\ crashesLeft \in Nat /\ corruptionsLeft \in Nat
+    /\ crashesLeft \in Nat /\ corruptionsLeft \in Nat /\ powerLossesLeft \in Nat
+    /\ damaged \subseteq Server
 
 \* At most one leader per term.
 ElectionSafety ==
@@ -1224,6 +1319,7 @@ CommittedIsDurable ==
     \A c \in committed :
         LET holders == {s \in Server : HoldsDurably(s, c.index, c.term)}
                            \cup {s \in Server : verdict[s] = Truncated}
+                           \cup {s \in damaged : verdict[s] = Ambiguous}
         IN IF Membership THEN IsQuorumOf(c.config, holders) ELSE holders \in Quorum
 
 \* durable: a committed entry stays in some durable log, and every leader

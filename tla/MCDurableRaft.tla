@@ -38,6 +38,7 @@ SubNext ==
        \/ \E i \in Server : Allowed("Crash", i) /\ Crash(i)
        \/ \E i \in Server : Allowed("Corrupt", i) /\ Corrupt(i)
        \/ \E i \in Server : Allowed("Flush", i) /\ Flush(i)
+       \/ \E i \in Server : Allowed("PowerLoss", i) /\ PowerLoss(i)
        \/ \E i \in Server : Allowed("Timeout", i) /\ Timeout(i)
        \/ \E i, j \in Server : Allowed("RequestVote", i) /\ RequestVote(i, j)
        \/ \E i \in Server : Allowed("BecomeLeader", i) /\ BecomeLeader(i)

@@ -30,6 +30,7 @@
 (*  | config.crashes / corruptions | Crashes / Corruptions (default 0)    |*)
 (*  | config.bugs "a,b" (Go order) | Bugs = {"a", "b"}                    |*)
 (*  | config.production            | Production (default FALSE)           |*)
+(*  | config.powerLosses           | PowerLosses (default 0)              |*)
 (*  | seq                          | l - 1                                |*)
 (*  | action                       | the operator of the same name        |*)
 (*  | node                         | i (m.mdest for message actions)      |*)
@@ -51,6 +52,7 @@
 (*  |                              |   of CrashToCommit / CorruptToCommit |*)
 (*  |                              |   for the FromSnapshot forms         |*)
 (*  |                              |   (FlushToKeeping: any k if absent)  |*)
+(*  |                              |   and of PowerLossTo                 |*)
 (*  | state.currentTerm            | currentTerm'[i]                      |*)
 (*  | state.state                  | state'[i]                            |*)
 (*  | state.votedFor ("Nil", "sK") | votedFor'[i]                         |*)
@@ -118,6 +120,7 @@ TraceBugs ==
            JoinNames(SelectSeq(names, LAMBDA n : n \in b)) = written
 TraceMembership  == Field(TraceConfig, "membership", FALSE)
 TraceInitVoters  == Field(TraceConfig, "initVoters", 0)
+TracePowerLosses == Field(TraceConfig, "powerLosses", 0)
 
 -----------------------------------------------------------------------------
 
@@ -147,11 +150,16 @@ LoggedLogOf(i, s) ==
 
 \* A logged message as the spec's record: an InstallSnapshotRequest logs
 \* its prefix as runs (mprefix), the spec holds it in mentries.
+\* A RequestVoteResponse logs mambiguous only when true (power losses).
 SpecMessage(t) ==
-    IF t.mtype = InstallSnapshotRequest
-    THEN [mtype |-> t.mtype, mterm |-> t.mterm, mentries |-> RunEntries(t.mprefix),
-          mleaderCommit |-> t.mleaderCommit, msource |-> t.msource, mdest |-> t.mdest]
-    ELSE t
+    CASE t.mtype = InstallSnapshotRequest ->
+            [mtype |-> t.mtype, mterm |-> t.mterm, mentries |-> RunEntries(t.mprefix),
+             mleaderCommit |-> t.mleaderCommit, msource |-> t.msource, mdest |-> t.mdest]
+      [] t.mtype = RequestVoteResponse ->
+            [mtype |-> t.mtype, mterm |-> t.mterm, mvoteGranted |-> t.mvoteGranted,
+             msource |-> t.msource, mdest |-> t.mdest,
+             mambiguous |-> Field(t, "mambiguous", FALSE)]
+      [] OTHER -> t
 
 \* Message m of the bag is the one the line logs: equal but for mlog.
 IsLoggedMessage(m) ==
@@ -234,6 +242,7 @@ LoggedStep(i) ==
          [] a = "Corrupt"            -> \E d \in CorruptImages(i), c \in RestartLearned(i) :
                                             CorruptTo(i, d, Event.cut, c)
          [] a = "Persist"            -> Persist(i)
+         [] a = "PowerLoss"          -> PowerLossTo(i, Event.cut)
          [] a = "CrashFromSnapshot"  -> \E d \in DiskImages(i), c \in RestartLearned(i) :
                                             /\ IsProduction
                                             /\ Event.cut \in d.durable..Len(d.log)

@@ -334,6 +334,10 @@ func Generate() ([]TraceFile, error) {
 		{spec.Config{Profile: spec.ProfileRaft, Servers: 3, Values: 2, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3}, 100, 3},
 		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 4, MaxLog: 3, MaxDup: 1, MaxMsgs: 3,
 			Crashes: 1, Corruptions: 1, Production: true}, 200, 4},
+		// Power losses (issue 10 item 2): AMBIGUOUS boots, their grants,
+		// unanimous elections.
+		{spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 3, MaxLog: 2, MaxDup: 1, MaxMsgs: 3,
+			Crashes: 1, Corruptions: 1, PowerLosses: 3}, 200, 3},
 	} {
 		m, err := spec.NewModel(w.cfg)
 		if err != nil {
@@ -364,6 +368,9 @@ func Generate() ([]TraceFile, error) {
 		profile := w.cfg.Profile.String()
 		if w.cfg.Production {
 			profile = "production"
+		}
+		if w.cfg.PowerLosses > 0 {
+			profile = "power"
 		}
 		for _, k := range order[:w.keep] {
 			name := fmt.Sprintf("walk-%s-s%d-%03d.ndjson", profile, w.cfg.Servers, k)

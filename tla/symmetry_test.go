@@ -53,6 +53,7 @@ CONSTANTS
     Production  = FALSE
     Membership  = FALSE
     InitVoters  = 0
+    PowerLosses = 0
     Without     = {}
     MaxTerm     = %d
     MaxLog      = %d

@@ -159,6 +159,8 @@ func parseMCConfig(path string) (mcConfig, error) {
 			c.Config.Crashes = n
 		case "Corruptions":
 			c.Config.Corruptions = n
+		case "PowerLosses":
+			c.Config.PowerLosses = n
 		case "MaxTerm":
 			c.Config.MaxTerm = n
 		case "MaxLog":

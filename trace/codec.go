@@ -423,7 +423,7 @@ func (c *context) nodeState(node string, n *NodeState) error {
 			return err
 		}
 	}
-	if n.Verdict != "" && n.Verdict != "CLEAN" && n.Verdict != "TRUNCATED" {
+	if n.Verdict != "" && n.Verdict != "CLEAN" && n.Verdict != "TRUNCATED" && n.Verdict != "AMBIGUOUS" {
 		return fmt.Errorf("verdict %q", n.Verdict)
 	}
 	for _, v := range []int{n.CurrentTerm, n.CommitIndex} {

@@ -44,6 +44,11 @@ var Actions = []string{
 	// "membership": true: a leader appends a configuration entry (value:
 	// the entry's value, peer: the server it changes).
 	"ChangeConfig",
+	// Power losses (spec/power.go), in traces whose Config has
+	// powerLosses: a reboot whose recovery found the last batch damaged
+	// with nothing vouching for it (verdict AMBIGUOUS; cut: the length of
+	// the log kept).
+	"PowerLoss",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -100,6 +105,10 @@ type Config struct {
 	// BadCommits: the budget of spec CorruptLeaderCommit (an environment
 	// action raising a request's leader commit). Absent means 0.
 	BadCommits int `json:"badCommits,omitempty"`
+	// PowerLosses: the budget of spec PowerLoss (a reboot after a power
+	// cut that tore the unsynced tail or damaged the last synced batch:
+	// the AMBIGUOUS verdict). Absent means 0.
+	PowerLosses int `json:"powerLosses,omitempty"`
 	// Membership: configurations are log entries and ChangeConfig a step
 	// (spec/membership.go; docs/membership.md). InitVoters: servers
 	// 1..InitVoters are the initial voters (absent or 0: all). Absent
@@ -147,7 +156,7 @@ type NodeState struct {
 
 	DurableLen      *int   `json:"durableLen,omitempty"`
 	LearnedCommit   *int   `json:"learnedCommit,omitempty"`
-	Verdict         string `json:"verdict,omitempty"` // CLEAN or TRUNCATED
+	Verdict         string `json:"verdict,omitempty"` // CLEAN, TRUNCATED or AMBIGUOUS
 	TruncatedAtTerm *int   `json:"truncatedAtTerm,omitempty"`
 }
 
@@ -209,6 +218,9 @@ type Message struct {
 	Mprefix       []Run
 	Msource       string
 	Mdest         string
+	// Mambiguous: a RequestVoteResponse's grant from an AMBIGUOUS voter
+	// (spec/power.go); written only when true.
+	Mambiguous bool
 }
 
 // wireMessage is the JSON shape: every field optional, checked by mtype.
@@ -228,6 +240,7 @@ type wireMessage struct {
 	Mprefix       *[]Run   `json:"mprefix,omitempty"`
 	Msource       string   `json:"msource"`
 	Mdest         string   `json:"mdest"`
+	Mambiguous    *bool    `json:"mambiguous,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -240,6 +253,9 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		w.MlastLogTerm, w.MlastLogIndex = ptr(m.MlastLogTerm), ptr(m.MlastLogIndex)
 	case "RequestVoteResponse":
 		w.MvoteGranted = ptr(m.MvoteGranted)
+		if m.Mambiguous {
+			w.Mambiguous = ptr(true)
+		}
 	case "AppendEntriesRequest":
 		entries := m.Mentries
 		if entries == nil {
@@ -319,6 +335,10 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	if w.MleaderCommit != nil && w.Mtype != "AppendEntriesRequest" && w.Mtype != "InstallSnapshotRequest" {
 		return fmt.Errorf("trace: %s carries mleaderCommit", w.Mtype)
 	}
+	if w.Mambiguous != nil && w.Mtype != "RequestVoteResponse" {
+		return fmt.Errorf("trace: %s carries mambiguous", w.Mtype)
+	}
+	m.Mambiguous = w.Mambiguous != nil && *w.Mambiguous
 	if w.Mprefix != nil && w.Mtype != "InstallSnapshotRequest" {
 		return fmt.Errorf("trace: %s carries mprefix", w.Mtype)
 	}

@@ -197,7 +197,7 @@ func TestTracePath(t *testing.T) {
 		p, _ := spec.ParseProfile(c.Profile)
 		bugs, _ := spec.ParseBugs(c.Bugs)
 		m, err := spec.NewModel(spec.Config{Profile: p, Servers: c.Servers, Values: c.Values, MaxTerm: 3, MaxLog: 2, MaxDup: 2, MaxMsgs: 3,
-			Crashes: c.Crashes, Corruptions: c.Corruptions, Bugs: bugs, Production: c.Production,
+			Crashes: c.Crashes, Corruptions: c.Corruptions, PowerLosses: c.PowerLosses, Bugs: bugs, Production: c.Production,
 			Membership: c.Membership, InitVoters: c.InitVoters})
 		if err != nil {
 			t.Fatal(err)

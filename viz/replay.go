@@ -67,7 +67,7 @@ func newReplayer(c *trace.Config) *replayer {
 		if err == nil {
 			r.m, err = spec.NewModel(spec.Config{Profile: p, Servers: c.Servers, Values: min(c.Values, 200),
 				MaxTerm: 200, MaxLog: 100, MaxDup: 200, MaxMsgs: 1 << 20,
-				Crashes: min(c.Crashes, 200), Corruptions: min(c.Corruptions, 200), Bugs: bugs, Production: c.Production,
+				Crashes: min(c.Crashes, 200), Corruptions: min(c.Corruptions, 200), Bugs: bugs, Production: c.Production, PowerLosses: min(c.PowerLosses, 200),
 				Membership: c.Membership, InitVoters: c.InitVoters})
 		}
 	}
@@ -254,7 +254,7 @@ func (r *replayer) message(t *trace.Message) (spec.Message, error) {
 		entries = append(entries, spec.Entry{Term: term, Value: value})
 	}
 	m.Mentries = spec.LogOf(entries...)
-	m.MvoteGranted, m.Msuccess = t.MvoteGranted, t.Msuccess
+	m.MvoteGranted, m.Msuccess, m.Mambiguous = t.MvoteGranted, t.Msuccess, t.Mambiguous
 	if m.Msource, err = r.server(t.Msource); err != nil {
 		return m, err
 	}

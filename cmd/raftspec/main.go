@@ -87,6 +87,7 @@ type modelFlags struct {
 	servers, values                  int
 	maxTerm, maxLog, maxDup, maxMsgs int
 	crashes, corruptions, badCommits int
+	powerLosses                      int
 	production, membership           bool
 	initVoters                       int
 }
@@ -102,6 +103,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.crashes, "crashes", 0, "durable: Crash steps a behaviour may take")
 	fs.IntVar(&f.corruptions, "corruptions", 0, "durable: Corrupt steps a behaviour may take")
 	fs.IntVar(&f.badCommits, "bad-commits", 0, "production: CorruptLeaderCommit steps a behaviour may take (a peer's bad leader commit)")
+	fs.IntVar(&f.powerLosses, "power-losses", 0, "durable: PowerLoss steps a behaviour may take (a reboot after a power cut: torn tail or damaged last synced batch, verdict AMBIGUOUS)")
 	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
 	fs.BoolVar(&f.membership, "membership", false, "configurations in the log and single-server changes (docs/membership.md)")
 	fs.IntVar(&f.initVoters, "init-voters", 0, "membership: servers 1..N are the initial voters, the others not members (0: all)")
@@ -119,7 +121,7 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	}
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
-		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, Bugs: bugs, Production: f.production,
+		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, PowerLosses: f.powerLosses, Bugs: bugs, Production: f.production,
 		Membership: f.membership, InitVoters: f.initVoters})
 }
 

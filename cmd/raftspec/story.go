@@ -189,6 +189,8 @@ func (st *story) config(kvs []string) error {
 			st.cfg.Corruptions = n
 		case "production":
 			st.cfg.Production = n != 0
+		case "powerlosses":
+			st.cfg.PowerLosses = n
 		default:
 			return fmt.Errorf("unknown config %q", k)
 		}
@@ -282,7 +284,7 @@ func (st *story) label(m *spec.Model, s *spec.State, ln storyLine) (spec.Label, 
 			return fail("want: %s I J", a)
 		}
 		l.J = server(f[2])
-	case a == spec.ActClientRequest || a == spec.ActCrash || a == spec.ActCorrupt:
+	case a == spec.ActClientRequest || a == spec.ActCrash || a == spec.ActCorrupt || a == spec.ActPowerLoss:
 		if len(f) != 3 && !(len(f) > 3 && a != spec.ActClientRequest) {
 			return fail("want: %s I N, or Crash/Corrupt I CUT [learned=N] [term=N] [verdict=V]", a)
 		}

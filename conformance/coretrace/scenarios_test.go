@@ -106,7 +106,8 @@ func TestSeedBugsFailScenarios(t *testing.T) {
 // spec's switches of raft.tla's own rules (the classic bugs, make reach) have no
 // counterpart in the core, and the core's reporting switches (raft.ReportingBugs)
 // none in spec. The membership switches (spec.MembershipBugs) are the core's too
-// (issue 18).
+// (issue 18). The power-loss switches (spec.PowerLossBugs) have none in the core until
+// issue 10 item 2's core part (the AMBIGUOUS verdict) is built.
 func TestBugSwitchesAreSpecs(t *testing.T) {
 	var names []string
 	for _, bug := range raft.AllBugs() {
@@ -115,7 +116,7 @@ func TestBugSwitchesAreSpecs(t *testing.T) {
 		}
 	}
 	fixes := slices.DeleteFunc(spec.AllBugs(), func(n string) bool {
-		return slices.Contains(spec.ClassicBugs(), n)
+		return slices.Contains(spec.ClassicBugs(), n) || slices.Contains(spec.PowerLossBugs(), n)
 	})
 	if diff := cmp.Diff(fixes, names); diff != "" {
 		t.Fatalf("impl/raft bug switches differ from spec's (-spec +impl):\n%s", diff)
