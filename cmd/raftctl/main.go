@@ -28,7 +28,10 @@ const usage = `raftctl: talk to a raftd cluster.
   delete KEY             delete
   cas KEY REV VALUE      write if the key's revision is REV (0: if absent)
   status                 each endpoint's /v1/status
-  members                the members, as the first endpoint sees them
+  members [list]         the members in force (voters, learners), as the first
+                         endpoint that answers sees them
+  members add ID PEER_ADDR | promote [--wait D] ID | remove [--wait D] ID
+                         change the membership (admin; raftctl members -h)
   transfer ID            hand the leadership to node ID
   backup FILE            a consistent snapshot of the cluster's store into FILE
                          (admin; verified before it is kept)
@@ -89,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "status":
 		return e.status(rest)
 	case "members":
-		return e.httpGet("/v1/members")
+		return e.members(rest)
 	case "transfer":
 		return e.transfer(rest)
 	case "backup":
@@ -248,22 +251,6 @@ func (e *env) status(args []string) int {
 		}
 	}
 	return rc
-}
-
-func (e *env) httpGet(path string) int {
-	for _, ep := range e.endpoints {
-		code, b, err := e.httpDo("GET", ep, path, nil)
-		if err != nil {
-			fmt.Fprintf(e.err, "raftctl: %s: %v\n", ep, err)
-			continue
-		}
-		e.out.Write(b)
-		if code != 200 {
-			return 1
-		}
-		return 0
-	}
-	return 1
 }
 
 func (e *env) transfer(args []string) int {

@@ -34,6 +34,9 @@ func run(args []string, stderr io.Writer) int {
 		advertise    = fs.String("advertise-client", "", "client address told to peers (default: the listener's)")
 		peers        = fs.String("peers", "", "the initial cluster, id=host:port of each peer address, read at the first boot only")
 		token        = fs.String("cluster-token", "durableraft", "enters the cluster id at the first boot")
+		join         = fs.Bool("join", false, "at the first boot, join a running cluster as a learner (after `raftctl members add`, which prints these flags): --peers then names the current members and this node, with --join-cluster-id and --join-initial-voters; the node votes and campaigns only once promoted")
+		joinID       = fs.String("join-cluster-id", "", "with --join: the cluster's id (16 hex digits)")
+		joinVoters   = fs.String("join-initial-voters", "", "with --join: the cluster's initial voters, comma-separated ids")
 		walSyncMs    = fs.Int("wal-sync-ms", 0, "bound on the WAL's group-commit delay in ms (never a durability gap)")
 		walSegment   = fs.Int64("wal-segment-bytes", 64<<20, "WAL segment file size; compaction frees whole segments (at least 4 MiB, a multiple of 4096)")
 		traceDir     = fs.String("trace", "", "write the core's trace (ndjson) into this directory")
@@ -89,6 +92,16 @@ func run(args []string, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "raftd:", err)
 			return 2
 		}
+	}
+	switch {
+	case *join:
+		if cfg.Join, err = server.ParseJoin(*joinID, *joinVoters); err != nil {
+			fmt.Fprintln(stderr, "raftd: --join:", err)
+			return 2
+		}
+	case *joinID != "" || *joinVoters != "":
+		fmt.Fprintln(stderr, "raftd: --join-cluster-id and --join-initial-voters need --join")
+		return 2
 	}
 	if (*syncMs != 0 || *failSync != "") && !*lossy {
 		fmt.Fprintln(stderr, "raftd: --testing-sync-ms and --testing-fail-sync-file need --testing-lossy-fs")

@@ -37,6 +37,10 @@ func TestUsage(t *testing.T) {
 		{"--id", "1", "--data", t.TempDir(), "--snapshot-entries", "-1"},
 		{"--id", "1", "--data", t.TempDir(), "--wal-segment-bytes", "65536"},
 		{"--no-such-flag"},
+		{"--id", "4", "--data", t.TempDir(), "--join"},
+		{"--id", "4", "--data", t.TempDir(), "--join", "--join-cluster-id", "12", "--join-initial-voters", "1,2,3"},
+		{"--id", "4", "--data", t.TempDir(), "--join", "--join-cluster-id", "00000000000000ab", "--join-initial-voters", "1,x"},
+		{"--id", "4", "--data", t.TempDir(), "--join-cluster-id", "00000000000000ab"},
 		{"--id", "1", "--data", t.TempDir(), "--tls-ca", "ca.crt"},
 		{"--id", "1", "--data", t.TempDir(), "--tls-ca", "a", "--tls-cert", "b", "--tls-key", "c", "--insecure"},
 	} {
@@ -76,5 +80,16 @@ func TestNonLoopbackNeedsTLS(t *testing.T) {
 	args := []string{"--id", "1", "--data", t.TempDir(), "--tls-ca", "/nonexistent/ca.crt", "--tls-cert", "/nonexistent/c", "--tls-key", "/nonexistent/k"}
 	if code := run(args, &stderr); code != 1 || !bytes.Contains(stderr.Bytes(), []byte("/nonexistent/ca.crt")) {
 		t.Errorf("missing TLS files: exit %d: %s", code, stderr.String())
+	}
+}
+
+// TestJoinAsInitialVoter: --join naming this node among the initial
+// voters is refused at the first boot (it bootstraps; it does not join).
+func TestJoinAsInitialVoter(t *testing.T) {
+	var stderr bytes.Buffer
+	args := []string{"--id", "1", "--data", t.TempDir(), "--listen-client", "127.0.0.1:0", "--listen-peer", "127.0.0.1:0",
+		"--peers", "1=127.0.0.1:1,2=127.0.0.1:2", "--join", "--join-cluster-id", "00000000000000ab", "--join-initial-voters", "1,2"}
+	if code := run(args, &stderr); code != 1 || !bytes.Contains(stderr.Bytes(), []byte("it does not join")) {
+		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }

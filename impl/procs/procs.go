@@ -51,6 +51,11 @@ type Node struct {
 	// the proxy another port.
 	ListenPeer       string
 	DataDir, LogPath string
+	// Peers, when set, is this node's --peers instead of the cluster's
+	// (a node that joins: the members' addresses then, its own included);
+	// Extra are more flags for it (raftd --join's). Set before Start.
+	Peers string
+	Extra []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -80,18 +85,9 @@ func New(cfg Config) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		id := k + 1
-		n := &Node{ID: id, ClientAddr: fmt.Sprintf("127.0.0.1:%d", cp), PeerAddr: fmt.Sprintf("127.0.0.1:%d", pp),
-			DataDir: filepath.Join(cfg.Dir, fmt.Sprint(id)), LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("%d.log", id))}
-		n.ListenPeer = n.PeerAddr
-		if cfg.PeerProxy {
-			lp, err := freePort()
-			if err != nil {
-				return nil, err
-			}
-			n.ListenPeer = fmt.Sprintf("127.0.0.1:%d", lp)
+		if err := c.newNode(cp, pp); err != nil {
+			return nil, err
 		}
-		c.Nodes = append(c.Nodes, n)
 	}
 	if cfg.PeerProxy {
 		p, err := newProxy(c.Nodes)
@@ -101,6 +97,39 @@ func New(cfg Config) (*Cluster, error) {
 		c.Proxy = p
 	}
 	return c, os.MkdirAll(cfg.Dir, 0o755)
+}
+
+func (c *Cluster) newNode(cp, pp int) error {
+	id := len(c.Nodes) + 1
+	n := &Node{ID: id, ClientAddr: fmt.Sprintf("127.0.0.1:%d", cp), PeerAddr: fmt.Sprintf("127.0.0.1:%d", pp),
+		DataDir: filepath.Join(c.cfg.Dir, fmt.Sprint(id)), LogPath: filepath.Join(c.cfg.Dir, fmt.Sprintf("%d.log", id))}
+	n.ListenPeer = n.PeerAddr
+	if c.cfg.PeerProxy {
+		lp, err := freePort()
+		if err != nil {
+			return err
+		}
+		n.ListenPeer = fmt.Sprintf("127.0.0.1:%d", lp)
+	}
+	c.Nodes = append(c.Nodes, n)
+	return nil
+}
+
+// AddNode allocates one more node (the next id, free ports, a data
+// directory) for a membership change: not started, not in Peers. Not with
+// PeerProxy. Call it from the goroutine that drives the cluster.
+func (c *Cluster) AddNode() (*Node, error) {
+	if c.cfg.PeerProxy {
+		return nil, errors.New("procs: AddNode with a peer proxy")
+	}
+	cp, pp, err := ports(Config{}, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.newNode(cp, pp); err != nil {
+		return nil, err
+	}
+	return c.Nodes[len(c.Nodes)-1], nil
 }
 
 func ports(cfg Config, k int) (int, int, error) {
@@ -124,10 +153,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Peers is the --peers value.
+// Peers is the --peers value of the initial cluster (the nodes New made).
 func (c *Cluster) Peers() string {
-	parts := make([]string, len(c.Nodes))
-	for k, n := range c.Nodes {
+	parts := make([]string, c.cfg.Size)
+	for k, n := range c.Nodes[:c.cfg.Size] {
 		parts[k] = fmt.Sprintf("%d=%s", n.ID, n.PeerAddr)
 	}
 	return strings.Join(parts, ",")
@@ -153,7 +182,12 @@ func (c *Cluster) Start(id int) error {
 	if n.cmd != nil {
 		return fmt.Errorf("node %d is running", id)
 	}
-	args := []string{"--id", fmt.Sprint(id), "--data", n.DataDir, "--listen-client", n.ClientAddr, "--listen-peer", n.ListenPeer, "--peers", c.Peers()}
+	peers := c.Peers()
+	if n.Peers != "" {
+		peers = n.Peers
+	}
+	args := []string{"--id", fmt.Sprint(id), "--data", n.DataDir, "--listen-client", n.ClientAddr, "--listen-peer", n.ListenPeer, "--peers", peers}
+	args = append(args, n.Extra...)
 	if c.cfg.Args != nil {
 		args = append(args, c.cfg.Args(id)...)
 	}
@@ -357,7 +391,11 @@ type Status struct {
 		HandshakesRefused uint64 `json:"handshakes_refused"`
 	} `json:"transport"`
 	Server map[string]uint64 `json:"server_stats"`
-	Peers  []struct {
+	// Voters and Learners: the configuration in force.
+	Voters   []int `json:"voters"`
+	Learners []int `json:"learners"`
+	Vote     int   `json:"vote"`
+	Peers    []struct {
 		ID        int  `json:"id"`
 		Connected bool `json:"connected"` // this node's connection to the peer is up
 	} `json:"peers"`

@@ -32,7 +32,7 @@ const (
 var routeRoles = map[string]map[string]tlsauth.Role{
 	"/v1/kv/{key...}": {"GET": tlsauth.RoleRead, "HEAD": tlsauth.RoleRead, "": tlsauth.RoleWrite},
 	"/v1/status":      {"": tlsauth.RoleRead},
-	"/v1/members":     {"GET": tlsauth.RoleRead, "HEAD": tlsauth.RoleRead},
+	"/v1/members":     {"GET": tlsauth.RoleRead, "HEAD": tlsauth.RoleRead, "": tlsauth.RoleAdmin}, // POST: a membership change
 	"/v1/transfer":    {"": tlsauth.RoleAdmin},
 	"/v1/backup":      {"": tlsauth.RoleAdmin},
 	"/v1/restore":     {"": tlsauth.RoleAdmin},

@@ -158,7 +158,7 @@ func RestoreMember(cfg RestoreConfig) (Restored, error) {
 		return out, err
 	}
 	token := cfg.ClusterToken + "\x00restored " + out.Hash
-	cl, _, err := loadOrCreateCluster(cfg.DataDir, cfg.ID, cfg.Peers, token)
+	cl, _, err := loadOrCreateCluster(cfg.DataDir, cfg.ID, cfg.Peers, token, nil)
 	if err != nil {
 		return out, err
 	}

@@ -59,6 +59,11 @@ var errorTable = map[string]struct {
 	CodeSession:           {http.StatusServiceUnavailable, true, true, "a session refusal that executed nothing (window full, session limit)"},
 	CodeStopping:          {http.StatusServiceUnavailable, true, true, "the node is stopping; the request was not proposed"},
 	CodeUnknown:           {http.StatusGatewayTimeout, false, false, "the entry may be in the log and no answer came: the outcome is unknown"},
+	CodeConfigPending:     {http.StatusConflict, true, true, "a membership change: the previous one is not committed yet (one change at a time)"},
+	CodeConfigOwnTerm:     {http.StatusServiceUnavailable, true, true, "a membership change: the new leader has not committed an entry of its term yet"},
+	CodeLearnerBehind:     {http.StatusConflict, true, true, "a promotion: the learner has not caught up with the commit index yet"},
+	CodeRemovedID:         {http.StatusConflict, true, false, "a membership change naming a removed id: ids are never reused"},
+	CodeChangeInvalid:     {http.StatusConflict, true, false, "a membership change the configuration does not allow (a member already, not a member, not a learner, the last voter)"},
 	CodeInternal:          {http.StatusInternalServerError, false, false, "an internal error"},
 }
 
@@ -84,6 +89,11 @@ const (
 	CodeUnknown           = "unknown_outcome"
 	CodeSessionExpired    = "session_expired"
 	CodeInternal          = "internal"
+	CodeConfigPending     = "config_pending"
+	CodeConfigOwnTerm     = "config_own_term"
+	CodeLearnerBehind     = "learner_behind"
+	CodeRemovedID         = "removed_id"
+	CodeChangeInvalid     = "change_invalid"
 )
 
 func errorf(code, format string, args ...any) *Error {

@@ -33,7 +33,7 @@ func (n *Node) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/kv/{key...}", n.handleKV)
 	mux.HandleFunc("/v1/status", n.get(n.handleStatus))
-	mux.HandleFunc("/v1/members", n.get(n.handleMembers))
+	mux.HandleFunc("/v1/members", n.handleMembersRoute)
 	mux.HandleFunc("/v1/transfer", n.handleTransfer)
 	mux.HandleFunc("/v1/backup", n.get(n.handleBackup))
 	mux.HandleFunc("/healthz", n.get(n.handleHealth))
@@ -128,6 +128,10 @@ func (n *Node) handleKV(w http.ResponseWriter, r *http.Request) {
 		return
 	case len(key) > kv.KeyBytesMax:
 		n.fail(w, errorf(CodeTooLarge, "key of %d bytes over %d", len(key), kv.KeyBytesMax))
+		return
+	case reservedKey(key) && r.Method != http.MethodGet && r.Method != http.MethodHead:
+		n.stats.BadRequests.Add(1)
+		n.fail(w, reservedKeyError(key))
 		return
 	}
 	switch r.Method {
@@ -394,7 +398,11 @@ func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 		n.fail(w, errorf(CodeTooLarge, "body: %v", err))
 		return
 	}
-	to, err := DecodeTransfer(body, n.cluster.Members)
+	voters := map[raft.NodeID]string{}
+	for _, id := range n.inForce().Voters {
+		voters[id] = n.memberAddr(id)
+	}
+	to, err := DecodeTransfer(body, voters)
 	if err != nil {
 		n.fail(w, errorf(CodeBadRequest, "%v", err))
 		return
@@ -465,6 +473,19 @@ func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// handleMembersRoute: GET lists the members, POST changes them.
+func (n *Node) handleMembersRoute(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		n.handleMembers(w, r)
+	case http.MethodPost:
+		n.handleChange(w, r)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		n.fail(w, errorf(CodeMethod, "%s %s: GET or POST", r.Method, r.URL.Path))
+	}
 }
 
 func (n *Node) handleMembers(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"sync"
 
@@ -25,6 +26,9 @@ type machine struct {
 	// divergeAt (tests only): from this index on, the recorded hashes
 	// differ from the store's: a member whose state diverged, planted.
 	divergeAt uint64
+	// onPeerAddr, when set, is told every peer address key the store
+	// applies or restores (members.go's address book), outside the lock.
+	onPeerAddr func(id raft.NodeID, addr string)
 }
 
 type checkpoint struct {
@@ -45,6 +49,18 @@ func newMachine(opts kv.Options) *machine { return &machine{st: kv.NewStore(opts
 // command's encoding or empty (the core's no-op); the result's encoding
 // goes back to the proposer.
 func (m *machine) Apply(e raft.Entry) []byte {
+	out := m.apply(e)
+	if m.onPeerAddr != nil && bytes.Contains(e.Data, []byte(peerKeyPrefix)) {
+		if c, err := kv.DecodeCommand(e.Data); err == nil && c.Op == kv.OpPut {
+			if id, ok := parsePeerKey(c.Key); ok {
+				m.onPeerAddr(id, string(c.Value))
+			}
+		}
+	}
+	return out
+}
+
+func (m *machine) apply(e raft.Entry) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := m.st.Apply(e.Index, e.Term, e.Data)
@@ -100,11 +116,33 @@ func (m *machine) Snapshot() (func(w io.Writer) error, error) {
 // before were of the state this one replaces (and the snapshot's own index
 // is one when it is a multiple of checkEvery).
 func (m *machine) Restore(r io.Reader, index, term uint64) error {
+	book, err := m.restore(r, index, term)
+	if err != nil {
+		return err
+	}
+	if m.onPeerAddr != nil {
+		for id, addr := range book {
+			m.onPeerAddr(id, addr)
+		}
+	}
+	return nil
+}
+
+// restore is Restore under the lock; it returns the address book the
+// restored store holds.
+func (m *machine) restore(r io.Reader, index, term uint64) (map[raft.NodeID]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.st.RestoreAt(r, index, term); err != nil {
-		return err
+		return nil, err
 	}
+	book := map[raft.NodeID]string{}
+	m.st.Range(func(key, value []byte, _ uint64) bool {
+		if id, ok := parsePeerKey(key); ok {
+			book[id] = string(value)
+		}
+		return bytes.HasPrefix(key, []byte(peerKeyPrefix)) || string(key) < peerKeyPrefix // sorted: past the prefix, done
+	})
 	m.checkpoints = m.checkpoints[:0]
 	if m.checkEvery > 0 && index > 0 && index%m.checkEvery == 0 {
 		h := m.st.Hash()
@@ -113,7 +151,7 @@ func (m *machine) Restore(r io.Reader, index, term uint64) error {
 		}
 		m.checkpoints = append(m.checkpoints, checkpoint{index, h})
 	}
-	return nil
+	return book, nil
 }
 
 // get reads key. The value is the store's own, never modified.

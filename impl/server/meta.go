@@ -17,11 +17,59 @@ import (
 
 // Cluster is what a node writes into its data directory at its first
 // boot and reads at every later one: the cluster's id and its members'
-// peer addresses. --peers is read only when there is no such file.
+// peer addresses at that boot. --peers is read only when there is no such
+// file. A node that joined a running cluster (--join) also records the
+// cluster's initial voters (the configuration of an empty log), which it
+// is not one of; for a bootstrapped node they are Members. Members added
+// later are in the replicated address book (members.go), not here.
 type Cluster struct {
-	ID      uint64                 `json:"-"`
-	IDHex   string                 `json:"cluster_id"`
-	Members map[raft.NodeID]string `json:"members"` // id -> peer address
+	ID            uint64                 `json:"-"`
+	IDHex         string                 `json:"cluster_id"`
+	Members       map[raft.NodeID]string `json:"members"` // id -> peer address
+	InitialVoters []raft.NodeID          `json:"initial_voters,omitempty"`
+}
+
+// voters is the cluster's initial configuration.
+func (c Cluster) voters() []raft.NodeID {
+	if len(c.InitialVoters) > 0 {
+		return slices.Clone(c.InitialVoters)
+	}
+	return sortedIDs(c.Members)
+}
+
+// Joining reports whether this node joined a running cluster: it is not
+// one of the initial voters.
+func (c Cluster) Joining(self raft.NodeID) bool { return !slices.Contains(c.voters(), self) }
+
+// Join is how a new node joins a running cluster (raftd --join): the
+// cluster's id and initial voters, as POST /v1/members's answer to the add
+// gives them (JoinInfo); its --peers are the members' current peer
+// addresses, its own included.
+type Join struct {
+	ClusterID     uint64
+	InitialVoters []raft.NodeID
+}
+
+// ParseJoin parses the cluster id (16 hex digits) and the initial voters
+// ("1,2,3").
+func ParseJoin(clusterID, voters string) (*Join, error) {
+	id, err := strconv.ParseUint(clusterID, 16, 64)
+	if err != nil || id == 0 || len(clusterID) != 16 {
+		return nil, fmt.Errorf("join: cluster id %q is not 16 hex digits", clusterID)
+	}
+	j := &Join{ClusterID: id}
+	for _, part := range strings.Split(voters, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(part), 10, 64)
+		if err != nil || v == 0 {
+			return nil, fmt.Errorf("join: initial voters %q: want positive ids separated by commas", voters)
+		}
+		if slices.Contains(j.InitialVoters, raft.NodeID(v)) {
+			return nil, fmt.Errorf("join: initial voter %d twice", v)
+		}
+		j.InitialVoters = append(j.InitialVoters, raft.NodeID(v))
+	}
+	slices.Sort(j.InitialVoters)
+	return j, nil
 }
 
 const clusterFile = "cluster.json"
@@ -83,9 +131,10 @@ func ClusterID(members map[raft.NodeID]string, token string) uint64 {
 }
 
 // loadOrCreateCluster reads dir's cluster file, or at the first boot
-// (no file) writes one from peers: atomically (a temporary file, fsync,
-// rename, directory fsync). It reports whether this was the first boot.
-func loadOrCreateCluster(dir string, self raft.NodeID, peers map[raft.NodeID]string, token string) (Cluster, bool, error) {
+// (no file) writes one from peers (and join, for a node joining a running
+// cluster): atomically (a temporary file, fsync, rename, directory fsync).
+// It reports whether this was the first boot.
+func loadOrCreateCluster(dir string, self raft.NodeID, peers map[raft.NodeID]string, token string, join *Join) (Cluster, bool, error) {
 	path := filepath.Join(dir, clusterFile)
 	b, err := os.ReadFile(path)
 	switch {
@@ -108,6 +157,12 @@ func loadOrCreateCluster(dir string, self raft.NodeID, peers map[raft.NodeID]str
 		return Cluster{}, false, fmt.Errorf("first boot: node %d is not in --peers (%s)", self, FormatPeers(peers))
 	}
 	c := Cluster{ID: ClusterID(peers, token), Members: peers}
+	if join != nil {
+		if slices.Contains(join.InitialVoters, self) {
+			return Cluster{}, false, fmt.Errorf("join: node %d is an initial voter (%v): it bootstraps, it does not join", self, join.InitialVoters)
+		}
+		c.ID, c.InitialVoters = join.ClusterID, slices.Clone(join.InitialVoters)
+	}
 	c.IDHex = fmt.Sprintf("%016x", c.ID)
 	out, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
@@ -137,6 +192,11 @@ func decodeCluster(b []byte) (Cluster, error) {
 	for id, addr := range c.Members {
 		if id == 0 || addr == "" {
 			return Cluster{}, fmt.Errorf("bad member %d=%q", id, addr)
+		}
+	}
+	for k, id := range c.InitialVoters {
+		if id == 0 || (k > 0 && id <= c.InitialVoters[k-1]) {
+			return Cluster{}, fmt.Errorf("bad initial voters %v: positive ids in increasing order", c.InitialVoters)
 		}
 	}
 	return c, nil

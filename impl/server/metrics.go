@@ -27,6 +27,7 @@ type metrics struct {
 	syncs   *prometheus.HistogramVec // by file: log, hardstate
 	flushes prometheus.Histogram
 	stages  *prometheus.HistogramVec // by stage
+	changes *prometheus.CounterVec   // membership changes asked of this leader, by op and outcome
 	// stage is the observer of each stage, looked up once.
 	stage []prometheus.Observer
 }
@@ -58,10 +59,13 @@ func newMetrics() *metrics {
 	for _, l := range stageLabels {
 		m.stage = append(m.stage, m.stages.WithLabelValues(l))
 	}
+	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "durableraft_membership_changes_total",
+		Help: "Membership changes (POST /v1/members) this node handled as the leader, by op (add, promote, remove) and outcome (applied, or the error code)."},
+		[]string{"op", "outcome"})
 	for _, f := range []string{"log", "hardstate"} {
 		m.syncs.WithLabelValues(f) // every series present from the start
 	}
-	m.reg.MustRegister(m.syncs, m.flushes, m.stages)
+	m.reg.MustRegister(m.syncs, m.flushes, m.stages, m.changes)
 	return m
 }
 

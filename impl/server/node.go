@@ -39,6 +39,13 @@ type Config struct {
 	// cluster id.
 	InitialPeers map[raft.NodeID]string
 	ClusterToken string
+	// Join, at the first boot, makes this node one that joins a running
+	// cluster (raftd --join): InitialPeers are then the members' current
+	// peer addresses (this node's included), and the node campaigns and
+	// votes only once the log makes it a voter (raft.Config.Joining). An
+	// admin adds it first (POST /v1/members, op add, which answers with
+	// the Join values). Later boots read the cluster file.
+	Join *Join
 	// WALSyncDelay is wal.Options.SyncDelay (--wal-sync-ms): the bound on
 	// the group-commit delay, never a durability gap.
 	WALSyncDelay time.Duration
@@ -177,6 +184,13 @@ type Node struct {
 	stopOnce  sync.Once
 	stopErr   error
 
+	// membership is the configuration in force as the replica last
+	// reported it (membershipChanged); book the peer addresses of members
+	// added after bootstrap, from the replicated address book (members.go).
+	membership atomic.Pointer[raft.Membership]
+	bookMu     sync.Mutex
+	book       map[raft.NodeID]string
+
 	lastProposeMs atomic.Int64
 	stats         Stats
 	metrics       *metrics
@@ -209,7 +223,7 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	cl, first, err := loadOrCreateCluster(cfg.DataDir, cfg.ID, cfg.InitialPeers, cfg.ClusterToken)
+	cl, first, err := loadOrCreateCluster(cfg.DataDir, cfg.ID, cfg.InitialPeers, cfg.ClusterToken, cfg.Join)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +239,7 @@ func Open(cfg Config) (*Node, error) {
 		log.Warn("server: --insecure: listening without TLS", "client", cfg.ClientAddr, "peer", cfg.PeerAddr)
 	}
 	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, runDone: make(chan struct{}), metrics: newMetrics(),
-		check: newStateCheck()}
+		check: newStateCheck(), book: map[raft.NodeID]string{}}
 	n.metrics.reg.MustRegister(stateCollector{n})
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(); err != nil {
@@ -259,7 +273,7 @@ func (n *Node) open() error {
 	}
 	n.rec, n.w = rec, w
 	n.logRecovery(rec)
-	voters := sortedIDs(n.cluster.Members)
+	voters := n.cluster.voters()
 	if cfg.TraceDir != "" {
 		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, voters, cfg.TestingCoreBugs); err != nil {
 			w.Close()
@@ -282,7 +296,7 @@ func (n *Node) open() error {
 	}
 	rc := raft.Config{ID: cfg.ID, Voters: voters, ElectionTick: 10, HeartbeatTick: 1,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.ID))), PreVote: !cfg.TestingNoPreVote, CheckQuorum: true,
-		TestingBugs: cfg.TestingCoreBugs}
+		TestingBugs: cfg.TestingCoreBugs, Joining: n.cluster.Joining(cfg.ID)}
 	if n.trace != nil {
 		rc.Trace = n.trace
 	}
@@ -290,6 +304,7 @@ func (n *Node) open() error {
 	so := &replica.SnapshotOptions{FS: cfg.FS, Dir: filepath.Join(cfg.DataDir, "snap"), Entries: cfg.Snapshot.Entries,
 		Bytes: cfg.Snapshot.Bytes, KeepEntries: cfg.Snapshot.KeepEntries, ChunkBytes: cfg.Snapshot.ChunkBytes}
 	n.sm.checkEvery, n.sm.divergeAt = cfg.StateCheckEvery, cfg.TestingDivergeAt
+	n.sm.onPeerAddr = n.peerAddrLearned
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
 		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Snapshots: so,
 		Now: time.Now, ObserveStage: n.metrics.observeStage, OnMembership: n.membershipChanged})
@@ -347,7 +362,9 @@ func (n *Node) Start() {
 		}
 	}()
 	go func() { defer n.wg.Done(); n.idleNoops() }()
-	n.log.Info("server: serving", "client", n.clientAddr, "peer", n.peerL.Addr().String(), "members", FormatPeers(n.cluster.Members))
+	m := n.inForce()
+	n.log.Info("server: serving", "client", n.clientAddr, "peer", n.peerL.Addr().String(), "members", FormatPeers(n.cluster.Members),
+		"voters", fmt.Sprint(m.Voters), "learners", fmt.Sprint(m.Learners), "joining", n.cluster.Joining(n.cfg.ID))
 }
 
 // ClientAddr is the address clients reach this node at; PeerAddr the
@@ -599,12 +616,17 @@ func (l *chanListener) Close() error {
 func (l *chanListener) Addr() net.Addr { return l.addr }
 
 // membershipChanged follows the configuration in force (replica.Config.
-// OnMembership, on the replica's goroutine): the transport sends to its
-// members only, connecting to a new one at its address in the cluster's
-// member list and no longer sending to a removed one.
+// OnMembership, on the replica's goroutine or in its boot): the transport
+// sends to its members only, connecting to a new one at its address in the
+// address book and no longer sending to a removed one.
 func (n *Node) membershipChanged(m raft.Membership) {
-	ids := append(slices.Clone(m.Voters), m.Learners...)
-	if noAddr := n.tr.SetPeers(ids); len(noAddr) > 0 {
-		n.log.Error("server: members without a peer address in the cluster's member list: nothing is sent to them", "ids", fmt.Sprint(noAddr))
+	m.Voters, m.Learners, m.Removed = slices.Clone(m.Voters), slices.Clone(m.Learners), slices.Clone(m.Removed)
+	n.membership.Store(&m)
+	if noAddr := n.tr.SetPeers(n.peerSet(m)); len(noAddr) > 0 {
+		// A member whose address entry this node has not applied yet (it
+		// precedes the configuration entry, which is in force from its
+		// append): the writer starts when it applies.
+		n.log.Warn("server: members without a peer address yet (their address entry not applied here yet): nothing is sent to them until it is",
+			"ids", fmt.Sprint(noAddr))
 	}
 }

@@ -210,7 +210,10 @@ type tracked struct {
 // restamp checks a client's command strictly and stamps the leader's clock
 // into it, in place.
 func restamp(b []byte) *Error {
-	_, err := kv.DecodeCommand(b)
+	c, err := kv.DecodeCommand(b)
+	if err == nil && reservedKey(c.Key) {
+		return reservedKeyError(c.Key)
+	}
 	if err == nil {
 		err = kv.StampTime(b, uint64(time.Now().UnixMilli()))
 	}

@@ -18,7 +18,8 @@ import (
 // at every index that is a multiple of Config.StateCheckEvery (indexes the
 // logs agree on: committed entries are the same everywhere), and every
 // member asks the others for theirs at its newest such index. A majority
-// of the cluster reporting one hash decides: a member whose own hash
+// of the members of the configuration in force (voters and learners)
+// reporting one hash decides: a member whose own hash
 // differs from a majority's fences itself from voting and serving, loudly;
 // the others log the odd member. A report that failed, timed out, was
 // missing or was for another index never counts as a match (etcd's check
@@ -140,7 +141,7 @@ func (n *Node) checkRound() {
 		return
 	}
 	reports := n.collectReports(cp.index)
-	outcome, majority, odd := decideState(cp.hash, reports, len(n.cluster.Members))
+	outcome, majority, odd := decideState(cp.hash, reports, len(memberIDs(n.inForce())))
 	n.check.rounds[outcome].Add(1)
 	if outcome == checkInconclusive {
 		n.log.Debug("server: state check inconclusive", "index", cp.index, "reports", fmt.Sprint(reports))
@@ -170,7 +171,7 @@ func (n *Node) collectReports(index uint64) []hashReport {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var out []hashReport
-	for id := range n.cluster.Members {
+	for _, id := range memberIDs(n.inForce()) {
 		if id == n.cfg.ID {
 			continue
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
@@ -197,6 +198,7 @@ type Member struct {
 	Self       bool   `json:"self"`
 	Leader     bool   `json:"leader"`
 	Connected  bool   `json:"connected"`
+	Learner    bool   `json:"learner"` // a member that does not vote yet (else a voter)
 }
 
 func (n *Node) members(ctx context.Context) ([]Member, error) {
@@ -209,9 +211,9 @@ func (n *Node) members(ctx context.Context) ([]Member, error) {
 		peers[p.ID] = p
 	}
 	var out []Member
-	for _, id := range sortedIDs(n.cluster.Members) {
-		m := Member{ID: uint64(id), PeerAddr: n.cluster.Members[id], ClientAddr: n.tr.ClientAddr(id), Self: id == n.cfg.ID,
-			Leader: id == st.Lead, Connected: id == n.cfg.ID || peers[id].Connected}
+	for _, id := range memberIDs(raft.Membership{Voters: st.Voters, Learners: st.Learners}) {
+		m := Member{ID: uint64(id), PeerAddr: n.memberAddr(id), ClientAddr: n.tr.ClientAddr(id), Self: id == n.cfg.ID,
+			Leader: id == st.Lead, Connected: id == n.cfg.ID || peers[id].Connected, Learner: slices.Contains(st.Learners, id)}
 		out = append(out, m)
 	}
 	return out, nil

@@ -107,7 +107,7 @@ func (t *Transport) serveInbound(c net.Conn) error {
 		return fmt.Errorf("handshake: %w", err)
 	}
 	from := raft.NodeID(h.From)
-	_, member := t.cfg.Peers[from]
+	member := t.known(from)
 	switch {
 	case h.ClusterID != t.cfg.ClusterID:
 		return t.refuse(c, refuseCluster, fmt.Sprintf("cluster id %016x is not this cluster's %016x", h.ClusterID, t.cfg.ClusterID))

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"net"
 	"slices"
 	"testing"
 
@@ -63,4 +64,56 @@ func TestSetPeers(t *testing.T) {
 	if got := ns[2].in.count(); got != 1 {
 		t.Fatalf("the removed peer received %d messages, want 1", got)
 	}
+}
+
+// TestSetAddress: a member added after the transport was made. Nodes 1
+// and 2 start with the address book {1, 2}; node 3 (the new member) knows
+// all three. Node 1 refuses 3's handshake and cannot send to it until it
+// learns 3's address (SetAddress); then both ways work. An id already in
+// the book keeps its address.
+func TestSetAddress(t *testing.T) {
+	ls := map[raft.NodeID]net.Listener{1: listen(t), 2: listen(t), 3: listen(t)}
+	book := map[raft.NodeID]string{}
+	for id, l := range ls {
+		book[id] = l.Addr().String()
+	}
+	ns := map[raft.NodeID]*node{}
+	for _, id := range []raft.NodeID{1, 2, 3} {
+		peers := map[raft.NodeID]string{1: book[1], 2: book[2]}
+		if id == 3 {
+			peers = book
+		}
+		in := newInbox()
+		tr, err := New(Config{ID: id, ClusterID: 0xc1, Peers: peers, Listener: ls[id], Deliver: in.deliver, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Start()
+		t.Cleanup(func() { _ = tr.Close() })
+		ns[id] = &node{tr: tr, in: in}
+	}
+	vote := func(from, to raft.NodeID) []replica.Message {
+		return []replica.Message{{Message: raft.Message{Type: raft.MsgVote, From: from, To: to, Term: 1}}}
+	}
+	if noAddr := ns[1].tr.SetPeers([]raft.NodeID{1, 2, 3}); !slices.Equal(noAddr, []raft.NodeID{3}) {
+		t.Fatalf("before SetAddress, ids without an address: %v", noAddr)
+	}
+	ns[3].tr.Send(vote(3, 1))
+	waitFor(t, "node 1 refusing 3's hello", nil, func() bool { return ns[3].tr.Stats().HandshakesRefusedByPeer.Load() > 0 })
+	if ns[1].in.count() != 0 {
+		t.Fatal("node 1 took a message from a node outside its address book")
+	}
+	if !ns[1].tr.SetAddress(3, book[3]) {
+		t.Fatal("SetAddress(3) not taken")
+	}
+	if ns[1].tr.SetAddress(3, "elsewhere:1") || ns[1].tr.SetAddress(2, "elsewhere:1") {
+		t.Fatal("SetAddress replaced an address in the book")
+	}
+	if noAddr := ns[1].tr.SetPeers([]raft.NodeID{1, 2, 3}); noAddr != nil {
+		t.Fatalf("after SetAddress, ids without an address: %v", noAddr)
+	}
+	ns[1].tr.Send(vote(1, 3))
+	waitFor(t, "delivery 1 -> 3", ns[3].in.changed, func() bool { return ns[3].in.count() >= 1 })
+	ns[3].tr.Send(vote(3, 1))
+	waitFor(t, "delivery 3 -> 1", ns[1].in.changed, func() bool { return ns[1].in.count() >= 1 })
 }

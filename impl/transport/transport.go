@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -118,8 +119,11 @@ type Transport struct {
 	log *slog.Logger
 	// peers are the nodes this one sends to (SetPeers changes them):
 	// written under peersMu, read by Send, Peers and Close.
-	peersMu              sync.RWMutex
-	peers                map[raft.NodeID]*peer
+	peersMu sync.RWMutex
+	peers   map[raft.NodeID]*peer
+	// addrs is the address book: Config.Peers, then what SetAddress adds
+	// (a member added later). Under peersMu; the handshake accepts its ids.
+	addrs                map[raft.NodeID]string
 	started, peersClosed bool // under peersMu
 	stats                Stats
 
@@ -144,7 +148,7 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("transport: node %d is not among the peers %v", cfg.ID, cfg.Peers)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Transport{cfg: cfg, log: cfg.Logger, peers: map[raft.NodeID]*peer{}, ctx: ctx, cancel: cancel,
+	t := &Transport{cfg: cfg, log: cfg.Logger, peers: map[raft.NodeID]*peer{}, addrs: maps.Clone(cfg.Peers), ctx: ctx, cancel: cancel,
 		clientAddr: map[raft.NodeID]string{}, inbound: map[raft.NodeID]net.Conn{}, conns: map[net.Conn]struct{}{}}
 	for id, addr := range cfg.Peers {
 		if id == cfg.ID {
@@ -178,7 +182,8 @@ func (t *Transport) startPeer(p *peer) {
 // without one is returned, and nothing is sent to it), and stops for each
 // one no longer listed (its queue dropped, its connection closed; messages
 // to it are dropped as to an unknown peer). Inbound connections are still
-// accepted from every node of Config.Peers. Safe from any goroutine.
+// accepted from every node of the address book (Config.Peers and
+// SetAddress). Safe from any goroutine.
 func (t *Transport) SetPeers(ids []raft.NodeID) (noAddr []raft.NodeID) {
 	t.peersMu.Lock()
 	defer t.peersMu.Unlock()
@@ -194,7 +199,7 @@ func (t *Transport) SetPeers(ids []raft.NodeID) (noAddr []raft.NodeID) {
 		if t.peers[id] != nil {
 			continue
 		}
-		addr, ok := t.cfg.Peers[id]
+		addr, ok := t.addrs[id]
 		if !ok {
 			noAddr = append(noAddr, id)
 			continue
@@ -216,6 +221,33 @@ func (t *Transport) SetPeers(ids []raft.NodeID) (noAddr []raft.NodeID) {
 		}
 	}
 	return noAddr
+}
+
+// SetAddress adds id's peer address to the address book (a member added
+// after Config.Peers was made, whose address travelled with its change):
+// from now on the handshake accepts id, and SetPeers can start a writer
+// for it. An id already in the book keeps its address (ids are never
+// reused); it reports whether addr was taken. Safe from any goroutine.
+func (t *Transport) SetAddress(id raft.NodeID, addr string) bool {
+	t.peersMu.Lock()
+	defer t.peersMu.Unlock()
+	if id == raft.None || addr == "" {
+		return false
+	}
+	if _, ok := t.addrs[id]; ok {
+		return false
+	}
+	t.addrs[id] = addr
+	t.log.Info("transport: peer address learned", "peer", uint64(id), "addr", addr)
+	return true
+}
+
+// known reports whether id is in the address book.
+func (t *Transport) known(id raft.NodeID) bool {
+	t.peersMu.RLock()
+	defer t.peersMu.RUnlock()
+	_, ok := t.addrs[id]
+	return ok
 }
 
 // Close stops the transport: the listener and every connection are
