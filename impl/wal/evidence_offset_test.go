@@ -1,10 +1,6 @@
 package wal
 
-import (
-	"testing"
-
-	"github.com/durableraft/durableraft/impl/wal/vfs"
-)
+import "testing"
 
 // A break inside durable data of the last segment, with a valid batch of the
 // segment's generation behind it, is TRUNCATED, and Recovery says where that
@@ -12,20 +8,7 @@ import (
 // StopSegment (-1 only when there is none).
 func TestEvidenceOffsetReported(t *testing.T) {
 	opts := manual(smallOptions())
-	build := func() *vfs.MemFS {
-		fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
-		w, _ := mustOpen(t, fs, opts)
-		fill(t, w, 20)
-		_ = w.Close()
-		return fs
-	}
-	names, lay := layout(t, build(), opts)
-	last := names[len(names)-1]
-	bs := lay[last]
-	if len(bs) < 2 {
-		t.Fatalf("set-up: %d batches in %s", len(bs), last)
-	}
-	fs := build()
+	fs, last, bs := twentyEntries(t, opts)
 	if err := fs.FlipBit(segPath(last), bs[len(bs)-2].liveEnd-1, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -12,20 +12,7 @@ import (
 // never a torn tail cut as if it had not been acknowledged.
 func TestEvidenceSurvivesTransientReadFlip(t *testing.T) {
 	opts := manual(smallOptions())
-	build := func() *vfs.MemFS {
-		fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
-		w, _ := mustOpen(t, fs, opts)
-		fill(t, w, 20)
-		_ = w.Close()
-		return fs
-	}
-	names, lay := layout(t, build(), opts)
-	last := names[len(names)-1]
-	bs := lay[last]
-	if len(bs) < 2 {
-		t.Fatalf("set-up: %d batches in %s", len(bs), last)
-	}
-	fs := build()
+	fs, last, bs := twentyEntries(t, opts)
 	seg := segPath(last)
 	// Durable damage in the last segment's second-to-last batch; its last batch's header
 	// is the only evidence, and the first read of it (the segment's load) sees it
@@ -41,4 +28,26 @@ func TestEvidenceSurvivesTransientReadFlip(t *testing.T) {
 	if rec.Verdict != Truncated {
 		t.Fatalf("verdict %s (%+v), want TRUNCATED; events %v", rec.Verdict, rec, fs.Events())
 	}
+}
+
+// twentyEntries writes 20 entries into a fresh MemFS (seed 1) and closes the
+// WAL, twice: the layout of one disk names the last segment and its batches
+// (at least two), and the other disk, untouched by that reading, is returned
+// with them for the evidence tests to damage.
+func twentyEntries(t *testing.T, opts Options) (*vfs.MemFS, string, []batchExtent) {
+	t.Helper()
+	build := func() *vfs.MemFS {
+		fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+		w, _ := mustOpen(t, fs, opts)
+		fill(t, w, 20)
+		_ = w.Close()
+		return fs
+	}
+	names, lay := layout(t, build(), opts)
+	last := names[len(names)-1]
+	bs := lay[last]
+	if len(bs) < 2 {
+		t.Fatalf("set-up: %d batches in %s", len(bs), last)
+	}
+	return build(), last, bs
 }
