@@ -266,7 +266,7 @@ func (m *membershipRun) check(rec *recorder, live []int) verdict {
 		m.fatal(err)
 	}
 	v := verdict{ops: len(rec.ops), unknown: rec.unknown}
-	v.diverged = m.compareHashes(live)
+	v.diverged = compareHashesOf(context.Background(), m.c, live)
 	for key, want := range rec.acked {
 		got, _, found, err := cl.Get(ctx, []byte(key))
 		if err != nil {
@@ -290,34 +290,4 @@ func (m *membershipRun) check(rec *recorder, live []int) verdict {
 		m.t.Errorf("membership: only %d writes acknowledged: the load did not run", len(rec.acked))
 	}
 	return v
-}
-
-// compareHashes polls (bounded) until the live nodes report one applied
-// index, and compares their state hashes there.
-func (m *membershipRun) compareHashes(live []int) string {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var applied []uint64
-		var hashes []string
-		for _, id := range live {
-			st, err := m.c.Status(context.Background(), id)
-			if err != nil {
-				return fmt.Sprintf("status of %d: %v", id, err)
-			}
-			applied, hashes = append(applied, st.KV.AppliedIndex), append(hashes, st.KV.Hash)
-		}
-		if slices.Min(applied) == slices.Max(applied) {
-			for k := range hashes {
-				if hashes[k] != hashes[0] {
-					return fmt.Sprintf("at index %d the hashes are %s", applied[0], strings.Join(hashes, " "))
-				}
-			}
-			return ""
-		}
-		if time.Now().After(deadline) {
-			return "" // the idle no-ops keep them moving; not a divergence
-		}
-		timer := time.NewTimer(20 * time.Millisecond)
-		<-timer.C
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -272,22 +273,30 @@ func (r *run) check(rec *recorder) verdict {
 // compareHashes polls (bounded) until every node reports the same applied
 // index, and compares their state hashes there.
 func (r *run) compareHashes(ctx context.Context) string {
+	ids := make([]int, len(r.c.Nodes))
+	for k, n := range r.c.Nodes {
+		ids[k] = n.ID
+	}
+	return compareHashesOf(ctx, r.c, ids)
+}
+
+// compareHashesOf polls (bounded) until the nodes ids report one applied
+// index, and compares their state hashes there ("" when they agree, or when
+// the index kept moving for 10 s: the idle no-ops keep it moving, which is
+// not a divergence).
+func compareHashesOf(ctx context.Context, c *procs.Cluster, ids []int) string {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var applied []uint64
 		var hashes []string
-		for _, n := range r.c.Nodes {
-			st, err := r.c.Status(ctx, n.ID)
+		for _, id := range ids {
+			st, err := c.Status(ctx, id)
 			if err != nil {
-				return fmt.Sprintf("status of %d: %v", n.ID, err)
+				return fmt.Sprintf("status of %d: %v", id, err)
 			}
 			applied, hashes = append(applied, st.KV.AppliedIndex), append(hashes, st.KV.Hash)
 		}
-		same := true
-		for k := range applied {
-			same = same && applied[k] == applied[0]
-		}
-		if same {
+		if slices.Min(applied) == slices.Max(applied) {
 			for k := range hashes {
 				if hashes[k] != hashes[0] {
 					return fmt.Sprintf("at index %d the hashes are %s", applied[0], strings.Join(hashes, " "))
@@ -296,9 +305,9 @@ func (r *run) compareHashes(ctx context.Context) string {
 			return ""
 		}
 		if time.Now().After(deadline) {
-			return "" // the idle no-ops keep them moving; not a divergence
+			return ""
 		}
-		timer := time.NewTimer(20 * time.Millisecond)
+		timer := time.NewTimer(20 * time.Millisecond) // the statuses are the condition; bounded above
 		<-timer.C
 	}
 }
