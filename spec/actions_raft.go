@@ -66,7 +66,7 @@ func (m *Machine[T, L, V]) Timeout(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 	if s.State[i] != Follower && s.State[i] != Candidate {
 		return
 	}
-	if m.Membership && !m.isVoter(s, i) {
+	if (m.Membership && !m.isVoter(s, i)) || m.passive(s, i) {
 		return
 	}
 	n := *s
@@ -431,6 +431,9 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		if m.Has(BugAmbiguousWithholdsVote) && s.Verdict[i] == Ambiguous {
 			grant = false
 		}
+	}
+	if m.passive(s, i) {
+		grant = false // wipe.go
 	}
 	n := *s
 	if grant {

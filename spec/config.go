@@ -134,6 +134,18 @@ const (
 	// while its previous one is not committed yet.
 	BugConfigWhileUncommitted
 
+	// Wiped members (wipe.go): switches of either profile, with
+	// Config.Wipes only.
+
+	// BugWipedVotes: a member whose data directory was wiped boots as
+	// an ordinary first boot, with nothing confirmed by its peers: it
+	// votes and campaigns at once (the code before issue 18).
+	BugWipedVotes
+	// BugWipeConfirmQuorum: a first boot is confirmed by a majority of
+	// the configuration other than itself instead of by every other
+	// member.
+	BugWipeConfirmQuorum
+
 	bugEnd
 
 	classicBugs = BugVoteIgnoresLogIndex | BugCommitPriorTerm | BugAppendIgnoresLogOk |
@@ -143,8 +155,10 @@ const (
 
 	powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
 
+	wipeBugs = BugWipedVotes | BugWipeConfirmQuorum
+
 	// protocolBugs are the switches profile raft takes.
-	protocolBugs = classicBugs | membershipBugs
+	protocolBugs = classicBugs | membershipBugs | wipeBugs
 )
 
 var bugNames = map[Bug]string{
@@ -169,6 +183,8 @@ var bugNames = map[Bug]string{
 	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
+	BugWipedVotes:                  "wiped-votes",
+	BugWipeConfirmQuorum:           "wipe-confirm-quorum",
 }
 
 func (b Bug) String() string {
@@ -292,6 +308,13 @@ type Config struct {
 	// every server is a voter).
 	Membership bool
 	InitVoters int
+
+	// Wipes: how many Wipe steps a behaviour may take in all (wipe.go):
+	// a member's data directory emptied, the member restarted under its
+	// old id. With Wipes > 0 every first boot (Init's too) must be
+	// confirmed by its peers before the member votes or campaigns. State
+	// (wipesLeft and the confirmation variables), fingerprinted when not 0.
+	Wipes int
 }
 
 // Validate checks that the constants are in range.
@@ -326,6 +349,9 @@ func (c Config) Validate() error {
 	case c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote) != 0 && c.PowerLosses == 0:
 		return fmt.Errorf("-bug %v needs power losses (-power-losses)", c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote))
 	}
+	if err := c.validateWipes(); err != nil {
+		return err
+	}
 	return c.validateMembership()
 }
 
@@ -349,6 +375,9 @@ func (c Config) String() string {
 	}
 	if c.Membership {
 		s += fmt.Sprintf(" membership init-voters=%d", c.InitConfig().Voters.Len())
+	}
+	if c.Wipes > 0 {
+		s += fmt.Sprintf(" wipes=%d", c.Wipes)
 	}
 	return s
 }

@@ -133,6 +133,9 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 			e.u8(s.PowerLossesLeft)
 		}
 	}
+	if m.Wipes > 0 {
+		e.wipe(m, &s.Wipe)
+	}
 	return e.b
 }
 
@@ -283,6 +286,9 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 			s.Damaged = ServerSet(d.u8())
 			s.PowerLossesLeft = d.u8()
 		}
+	}
+	if m.Wipes > 0 {
+		d.wipe(m, &s.Wipe)
 	}
 	if d.pos != len(enc) {
 		return nil, fmt.Errorf("spec: decode state: %d trailing bytes", len(enc)-d.pos)

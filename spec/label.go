@@ -47,6 +47,10 @@ const (
 	ActChangeConfig
 	// Power losses (power.go), only with Config.PowerLosses > 0.
 	ActPowerLoss
+	// Wipes (wipe.go), only with Config.Wipes > 0.
+	ActWipe
+	ActAnswerFirstBoot
+	ActConfirmFirstBoot
 	actionEnd
 )
 
@@ -83,6 +87,9 @@ var actionNames = [...]string{
 	ActCorruptLeaderCommit:            "CorruptLeaderCommit",
 	ActChangeConfig:                   "ChangeConfig",
 	ActPowerLoss:                      "PowerLoss",
+	ActWipe:                           "Wipe",
+	ActAnswerFirstBoot:                "AnswerFirstBoot",
+	ActConfirmFirstBoot:               "ConfirmFirstBoot",
 }
 
 func (a Action) String() string {

@@ -47,6 +47,7 @@ func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 			m.Restart(s, i, out)
 		}
 	}
+	m.nextWipe(s, out)
 	for _, i := range m.servers {
 		m.Timeout(s, i, out)
 	}
@@ -154,6 +155,8 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		if m.PowerLosses > 0 {
 			m.PowerLoss(s, i, out)
 		}
+	case ActWipe, ActAnswerFirstBoot, ActConfirmFirstBoot:
+		m.stepWipe(s, l, out)
 	case ActTimeout:
 		m.Timeout(s, i, out)
 	case ActRequestVote:

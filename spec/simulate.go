@@ -175,6 +175,9 @@ func modelActions(m *Model) []Action {
 	if m.PowerLosses > 0 {
 		out = append(out, ActPowerLoss) // last, and only with power losses
 	}
+	if m.Wipes > 0 {
+		out = append(out, ActWipe, ActAnswerFirstBoot, ActConfirmFirstBoot)
+	}
 	return out
 }
 

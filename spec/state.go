@@ -88,6 +88,9 @@ type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	Persisted    [MaxServers + 1]PersistedOf[T]
 	Held         [MaxServers + 1][]BagEntryOf[T, L]
 	StaleDurable [MaxServers + 1]T
+
+	// Wipes (wipe.go); zero without them.
+	Wipe WipeVarsOf[T]
 }
 
 // Persisted is the explorer's durable hard state.
@@ -123,6 +126,7 @@ func (m *Machine[T, L, V]) Init() *StateOf[T, L, V] {
 		s.BadCommitsLeft = T(m.BadCommits)
 		s.PowerLossesLeft = T(m.PowerLosses)
 	}
+	m.initWipe(s)
 	if m.Production {
 		for _, i := range m.servers {
 			s.Persisted[i] = PersistedOf[T]{CurrentTerm: 1, VotedFor: Nil}

@@ -87,7 +87,7 @@ type modelFlags struct {
 	servers, values                  int
 	maxTerm, maxLog, maxDup, maxMsgs int
 	crashes, corruptions, badCommits int
-	powerLosses                      int
+	powerLosses, wipes               int
 	production, membership           bool
 	initVoters                       int
 }
@@ -107,6 +107,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
 	fs.BoolVar(&f.membership, "membership", false, "configurations in the log and single-server changes (docs/membership.md)")
 	fs.IntVar(&f.initVoters, "init-voters", 0, "membership: servers 1..N are the initial voters, the others not members (0: all)")
+	fs.IntVar(&f.wipes, "wipes", 0, "Wipe steps a behaviour may take (a member's data directory emptied, restarted under its old id: spec/wipe.go)")
 	fs.StringVar(&f.bugs, "bug", "", "comma-separated fixes (durable) or raft.tla rules (either profile) to switch off: "+strings.Join(spec.AllBugs(), ", "))
 }
 
@@ -122,7 +123,7 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
 		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, PowerLosses: f.powerLosses, Bugs: bugs, Production: f.production,
-		Membership: f.membership, InitVoters: f.initVoters})
+		Membership: f.membership, InitVoters: f.initVoters, Wipes: f.wipes})
 }
 
 func explore(args []string, stdout, stderr io.Writer) error {

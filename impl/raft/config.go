@@ -220,6 +220,9 @@ const (
 	// BugConfigWhileUncommitted: a leader appends a configuration change
 	// while its previous one is not committed yet.
 	BugConfigWhileUncommitted
+	// BugWipedVotes: a first boot takes part at once, unconfirmed
+	// (firstboot.go): a wiped member votes (spec's wiped-votes).
+	BugWipedVotes
 	bugEnd
 )
 
@@ -229,6 +232,7 @@ const (
 const ReportingBugs = BugLagIsFence
 
 var bugNames = map[Bug]string{
+	BugWipedVotes:                  "wiped-votes",
 	BugSelfCountsAppended:          "self-counts-appended",
 	BugFollowerAcksAppended:        "follower-acks-appended",
 	BugCandidateAdvertisesLearned:  "candidate-advertises-learned",

@@ -67,8 +67,10 @@ type Node struct {
 
 	snaps snapshotState
 
-	// hardStateLost: Boot.HardStateLost; sticky for the node's life.
+	// hardStateLost: Boot.HardStateLost, or a first boot found wiped
+	// (firstboot.go); sticky for the node's life.
 	hardStateLost bool
+	fb            firstBootState
 	// stateFenced: FenceStateDiverged; sticky for the node's life (a
 	// restart rebuilds the state machine from the log and checks again).
 	stateFenced       bool
@@ -134,6 +136,9 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	}
 	n.hs = hs
 	n.resetElection()
+	if err := n.bootFirstBoot(boot); err != nil {
+		return nil, err
+	}
 	if cfg.Trace != nil && !n.hardStateLost {
 		tr, err := newTracer(n, boot.TracePrefix)
 		if err != nil {
@@ -229,6 +234,9 @@ func (n *Node) Tick() {
 	}
 	if n.role == RoleLeader {
 		n.tickLeader()
+	} else if n.unconfirmed() {
+		n.leaderSilentTicks++
+		n.tickFirstBoot()
 	} else {
 		n.leaderSilentTicks++
 		n.electionElapsed++
@@ -273,6 +281,8 @@ func (n *Node) Campaign() error {
 	case n.hardStateLost:
 		n.evaluatePolicy(false)
 		return ErrHardStateLost
+	case n.unconfirmed():
+		return ErrUnconfirmed
 	case n.stateFenced:
 		return ErrFenced
 	case !n.promotable():
@@ -425,6 +435,7 @@ func (n *Node) send(m Message) {
 	m.From = n.id
 	if n.hardStateLost {
 		switch m.Type {
+		case MsgFirstBoot, MsgFirstBootResp:
 		case MsgAppResp:
 			m.Type = MsgAppRespPassive
 		case MsgPreVoteResp:
@@ -494,6 +505,11 @@ type Ready struct {
 	// set (connect to a new member, stop sending to a removed one).
 	MembershipChanged bool
 
+	// FirstBoot, when set, is the first boot's record (firstboot.go),
+	// confirmed or found wiped: the driver makes it durable with the hard
+	// state of step 2, before anything after it.
+	FirstBoot *FirstBoot
+
 	// Soft state, for the driver.
 	Role Role
 	Lead NodeID
@@ -507,7 +523,8 @@ func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 func (n *Node) HasReady() bool {
 	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
-		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged
+		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged ||
+		n.fb.changed
 }
 
 // Ready returns the pending work and hands it to the caller.
@@ -519,6 +536,9 @@ func (n *Node) Ready() Ready {
 	rd := Ready{Role: n.role, Lead: n.lead, Snapshot: n.snaps.installing, MembershipChanged: n.confChanged}
 	n.confChanged = false
 	n.snaps.installing = nil
+	if n.fb.changed {
+		rd.FirstBoot, n.fb.changed = n.fb.rec.clone(), false
+	}
 	if n.hardStateDue() {
 		rd.HardState, rd.HardStateChanged = n.hs, true
 		n.hsHanded = n.hs
@@ -563,6 +583,10 @@ type Status struct {
 	// votes nor campaigns and its acknowledgments are passive (Fence is
 	// OutcomeHardStateLost, FenceWhy says why) until an operator replaces it.
 	HardStateLost bool
+	// FirstBoot: the first boot's record (firstboot.go; nil when first
+	// boots are not confirmed). UNCONFIRMED: no vote, no campaign yet;
+	// WIPED: HardStateLost too.
+	FirstBoot *FirstBoot
 	// StateFenced says why the member was fenced by the cross-replica
 	// state check (FenceStateDiverged); empty when it was not.
 	StateFenced string
@@ -590,7 +614,7 @@ func (n *Node) Status() Status {
 	st := Status{ID: n.id, Role: n.role, Lead: n.lead, HardState: n.hs, Verdict: n.verdictString(),
 		Commit: n.log.committed, Applied: n.log.applied, Durable: n.log.durable, Last: n.log.last,
 		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, FenceWhy: n.policyRow.why, WALFailed: n.walFailed,
-		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason, LagTicks: n.lagTicks}
+		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason, LagTicks: n.lagTicks, FirstBoot: n.FirstBootStatus()}
 	st.Voters, st.Learners = fromIDs(n.trk.Config.Voters), fromIDs(n.trk.Config.Learners)
 	if n.trk.Leading() {
 		st.Progress = map[NodeID]ProgressStatus{}

@@ -54,6 +54,12 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 		}
 	case MsgVoteResp, MsgPreVoteResp:
 		resp = true
+	case MsgFirstBoot, MsgFirstBootResp:
+		resp = m.Type == MsgFirstBootResp
+		if m.Seq == 0 {
+			return fmt.Errorf("first boot: incarnation 0")
+		}
+		return validateFirstBoot(m)
 	case MsgApp:
 		app = true
 		if err := validateApp(m); err != nil {
@@ -97,6 +103,17 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 	}
 	if !app && !appResp && (m.Round != 0 || m.Seq != 0) {
 		return fmt.Errorf("round or seq set")
+	}
+	return nil
+}
+
+// validateFirstBoot: Seq (the asker's incarnation), Round (the answerer's)
+// and Granted (the answer's) only.
+func validateFirstBoot(m *Message) error {
+	if m.LastLogIndex != 0 || m.LastLogTerm != 0 || m.Transfer || m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || m.LeaderCommit != 0 ||
+		len(m.Entries) != 0 || m.Commit != 0 || m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0 ||
+		(m.Type == MsgFirstBoot && (m.Granted || m.Round != 0)) {
+		return fmt.Errorf("fields set that a first boot's messages do not carry")
 	}
 	return nil
 }
