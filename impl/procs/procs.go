@@ -395,7 +395,11 @@ type Status struct {
 	Voters   []int `json:"voters"`
 	Learners []int `json:"learners"`
 	Vote     int   `json:"vote"`
-	Peers    []struct {
+	// FirstBoot: UNCONFIRMED, CONFIRMED or WIPED; Replica: the replica's
+	// counters (votes_granted among them).
+	FirstBoot string            `json:"first_boot"`
+	Replica   map[string]uint64 `json:"replica_stats"`
+	Peers     []struct {
 		ID        int  `json:"id"`
 		Connected bool `json:"connected"` // this node's connection to the peer is up
 	} `json:"peers"`
