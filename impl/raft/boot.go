@@ -46,6 +46,9 @@ type Boot struct {
 	// FirstBoot is the data directory's first-boot record (firstboot.go;
 	// nil: first boots are not confirmed).
 	FirstBoot *FirstBoot
+	// ForceNewCluster: make this node the only voter (firstboot.go's
+	// forceNewCluster; raftd --force-new-cluster).
+	ForceNewCluster bool
 }
 
 // The boot policy of seed 000 ("Boot Policy Decision Table", task 3.2),

@@ -3,6 +3,7 @@ package raft
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // The confirmation of a first boot (issue 18; spec/wipe.go is the rule and
@@ -205,4 +206,39 @@ func (n *Node) FirstBootStatus() *FirstBoot {
 		return nil
 	}
 	return n.fb.rec.clone()
+}
+
+// forceNewCluster is Boot.ForceNewCluster (raftd --force-new-cluster, an
+// operator's recovery after the permanent loss of a quorum): the node
+// appends, in a new term, a configuration entry in which it is the only
+// voter and every other member is removed, effective at once, so that it
+// elects itself and commits everything its log holds. What it may lose or
+// resurrect is the operator's to accept (docs/raftd.md): entries
+// acknowledged by the old quorum that this log lacks are gone, and
+// entries of this log that were never committed become committed. It is
+// outside the spec: the node traces nothing.
+func (n *Node) forceNewCluster() (Entry, error) {
+	if n.hardStateLost {
+		return Entry{}, fmt.Errorf("raft: force new cluster: %w", ErrHardStateLost)
+	}
+	old := n.trk.Config
+	next := Membership{Voters: []NodeID{n.id}}
+	for _, ids := range [][]uint64{old.Voters, old.Learners, old.Removed} {
+		for _, id := range ids {
+			if NodeID(id) != n.id && !slices.Contains(next.Removed, NodeID(id)) {
+				next.Removed = append(next.Removed, NodeID(id))
+			}
+		}
+	}
+	slices.Sort(next.Removed)
+	n.hs.Term, n.hs.Vote = n.hs.Term+1, None
+	e := Entry{Index: n.log.last + 1, Term: n.hs.Term, Data: EncodeMembership(next)}
+	n.log.append(e)
+	n.noteEntries([]Entry{e})
+	n.tr = nil
+	if n.fb.rec != nil && n.fb.rec.State != FirstBootConfirmed {
+		n.fb.rec.State, n.fb.changed = FirstBootConfirmed, true
+	}
+	n.alert(AlertFirstBoot, "FORCE NEW CLUSTER: configuration entry %d (term %d) makes this node the only voter; removed %v", e.Index, e.Term, next.Removed)
+	return e, nil
 }

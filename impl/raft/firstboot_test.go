@@ -20,6 +20,10 @@ type fbCluster struct {
 	down    map[raft.NodeID]bool
 	mute    map[raft.NodeID]bool // its MsgFirstBoot are lost
 	bugs    raft.Bug
+	// hardStates: each driver's last hard state; force: boot with
+	// ForceNewCluster.
+	hardStates map[raft.NodeID]raft.HardState
+	force      bool
 }
 
 func newFBCluster(t *testing.T, ids ...raft.NodeID) *fbCluster {
@@ -33,7 +37,8 @@ func newFBCluster(t *testing.T, ids ...raft.NodeID) *fbCluster {
 
 func (c *fbCluster) boot(id raft.NodeID, voters []raft.NodeID, st *raft.MemoryStorage, fb *raft.FirstBoot) {
 	cfg := raft.Config{TestingBugs: c.bugs, ID: id, Voters: voters, ElectionTick: 10, HeartbeatTick: 1, Storage: st, Rand: rand.New(rand.NewPCG(uint64(id), 7))}
-	n, err := raft.NewNode(cfg, raft.Boot{Verdict: raft.VerdictClean, FirstBoot: fb})
+	hs := c.hardStates[id]
+	n, err := raft.NewNode(cfg, raft.Boot{Verdict: raft.VerdictClean, FirstBoot: fb, HardState: hs, ForceNewCluster: c.force})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -65,6 +70,12 @@ func (c *fbCluster) deliver() {
 			rd := n.Ready()
 			if rd.FirstBoot != nil {
 				c.records[id] = rd.FirstBoot
+			}
+			if rd.HardStateChanged {
+				if c.hardStates == nil {
+					c.hardStates = map[raft.NodeID]raft.HardState{}
+				}
+				c.hardStates[id] = rd.HardState
 			}
 			st := c.stores[id]
 			if rd.TruncateFrom > 0 {
@@ -251,5 +262,44 @@ func TestFirstBootMessagesValidate(t *testing.T) {
 	ok := raft.Message{Type: raft.MsgFirstBootResp, From: 1, To: 2, Term: 1, Seq: 5, Round: 7, Granted: true}
 	if err := raft.Validate(&ok, 2, nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestForceNewCluster: two of three members lost for good; the survivor,
+// booted with ForceNewCluster, is the only voter, elects itself and
+// commits what its log holds and new writes.
+func TestForceNewCluster(t *testing.T) {
+	c := newFBCluster(t, 1, 2, 3)
+	c.run(100)
+	lead := c.leader()
+	if lead == raft.None {
+		t.Fatal("no leader")
+	}
+	idx, err := c.nodes[lead].Propose([]byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.run(20)
+	c.down[1], c.down[2], c.down[3] = true, true, true
+	survivor := lead%3 + 1
+	c.force = true
+	c.boot(survivor, []raft.NodeID{1, 2, 3}, c.stores[survivor], c.records[survivor])
+	c.force = false
+	c.down[survivor] = false
+	c.run(100)
+	n := c.nodes[survivor]
+	s := n.Status()
+	if s.Role != raft.RoleLeader || s.Commit < idx+2 {
+		t.Fatalf("survivor after force-new-cluster: %+v", s)
+	}
+	if m := n.Membership(); len(m.Voters) != 1 || m.Voters[0] != survivor || len(m.Removed) != 2 {
+		t.Fatalf("configuration %v", m)
+	}
+	if _, err := n.Propose([]byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	c.run(5)
+	if got := n.Status().Commit; got < idx+3 {
+		t.Fatalf("a new write did not commit alone: commit %d", got)
 	}
 }

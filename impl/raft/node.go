@@ -139,7 +139,12 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	if err := n.bootFirstBoot(boot); err != nil {
 		return nil, err
 	}
-	if cfg.Trace != nil && !n.hardStateLost {
+	if boot.ForceNewCluster {
+		if _, err := n.forceNewCluster(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Trace != nil && !n.hardStateLost && !boot.ForceNewCluster {
 		tr, err := newTracer(n, boot.TracePrefix)
 		if err != nil {
 			return nil, err

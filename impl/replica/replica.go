@@ -69,6 +69,9 @@ type Config struct {
 	// as a WAL failure does.
 	FirstBoot   *raft.FirstBoot
 	OnFirstBoot func(raft.FirstBoot) error
+	// ForceNewCluster is raft.Boot.ForceNewCluster (raftd
+	// --force-new-cluster).
+	ForceNewCluster bool
 }
 
 // Replica runs one member: the protocol core over the WAL, with a state
@@ -193,7 +196,8 @@ func New(cfg Config) (*Replica, error) {
 	// term it no longer knows, so it runs passive (docs/refinement.md,
 	// "What the driver must do", item 5).
 	lost := rec.HardStateVerdict == wal.Truncated || w.HardStateLost()
-	boot := raft.Boot{HardState: hs, Verdict: verdictFromWAL(rec.Verdict), Applied: cfg.Applied, HardStateLost: lost, FirstBoot: cfg.FirstBoot}
+	boot := raft.Boot{HardState: hs, Verdict: verdictFromWAL(rec.Verdict), Applied: cfg.Applied, HardStateLost: lost, FirstBoot: cfg.FirstBoot,
+		ForceNewCluster: cfg.ForceNewCluster}
 	if cfg.FirstBoot != nil && cfg.OnFirstBoot == nil {
 		return nil, errors.New("replica: config: FirstBoot needs OnFirstBoot")
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/durableraft/durableraft/impl/raft"
+	"github.com/durableraft/durableraft/impl/wal"
 )
 
 // The first-boot record (impl/raft's firstboot.go, docs/membership.md "A
@@ -160,4 +161,37 @@ func logFirstBoot(log *slog.Logger, f *raft.FirstBoot) {
 		log.Error("server: WIPED (recorded): this member's data directory was wiped and it restarted under its old id; it never votes or campaigns: replace it under a new id",
 			"told_by", uint64(f.LostTo))
 	}
+}
+
+// ErrForceNewClusterUnconfirmed: --force-new-cluster without its
+// confirmation; the error says what may be lost and how to confirm.
+var ErrForceNewClusterUnconfirmed = errors.New("server: --force-new-cluster is not confirmed")
+
+// checkForceNewCluster is the guided recovery's gate: it states what the
+// recovery may lose, from what this node's WAL holds, and refuses unless
+// the operator typed this cluster's and node's ids; confirmed, it logs
+// the statement and what it does.
+func (n *Node) checkForceNewCluster(rec *wal.Recovery) error {
+	if !n.cfg.ForceNewCluster {
+		return nil
+	}
+	want := fmt.Sprintf("%s/%d", n.cluster.IDHex, n.cfg.ID)
+	others := make([]string, 0, len(n.cluster.Members))
+	for _, id := range sortedIDs(n.cluster.Members) {
+		if id != n.cfg.ID {
+			others = append(others, strconv.FormatUint(uint64(id), 10))
+		}
+	}
+	statement := fmt.Sprintf("FORCE NEW CLUSTER makes node %d the only voter of cluster %s and removes every other member (initial: %s; and any added since), for good: "+
+		"its log (last index %d, term %d, learned commit %d, verdict %s) becomes the cluster's. MAY BE LOST: every write acknowledged by the old quorum that this log lacks "+
+		"(anything past index %d another member may hold); MAY BE RESURRECTED: entries of this log never committed before (committed now). "+
+		"The removed members must never be started again with their data; new members join under new ids",
+		n.cfg.ID, n.cluster.IDHex, strings.Join(others, ","), rec.IndexLast, rec.HardState.Term, rec.HardState.Commit, rec.Verdict, rec.IndexLast)
+	if n.cfg.ForceNewClusterConfirm != want {
+		return fmt.Errorf("%w: %s. To proceed, run again with --force-new-cluster-confirm %s", ErrForceNewClusterUnconfirmed, statement, want)
+	}
+	n.log.Warn("server: "+statement, "confirmed", want)
+	n.log.Warn("server: FORCE NEW CLUSTER: appending a configuration entry in a new term with this node the only voter; remove --force-new-cluster from the command line once it is up",
+		"index", rec.IndexLast+1)
+	return nil
 }

@@ -98,6 +98,11 @@ type Config struct {
 	// 1000); StateCheckInterval is how often a member checks (default 1s).
 	StateCheckEvery    uint64
 	StateCheckInterval time.Duration
+	// ForceNewCluster (raftd --force-new-cluster): make this node the only
+	// voter, every other member removed (firstboot.go's forceStatement);
+	// refused unless ForceNewClusterConfirm is "CLUSTER_ID/NODE_ID".
+	ForceNewCluster        bool
+	ForceNewClusterConfirm string
 	// TestingDivergeAt plants a divergent member: from this index on its
 	// recorded state hashes differ (tests only).
 	TestingDivergeAt uint64
@@ -164,13 +169,13 @@ type Node struct {
 	// firstBootState: its raft.FirstBootState now.
 	fbRec          *raft.FirstBoot
 	firstBootState atomic.Uint32
-	rec       *wal.Recovery
-	w         *wal.WAL
-	sm        *machine
-	rep       *replica.Replica
-	run       *replica.Runner
-	tr        *transport.Transport
-	trace     *traceSink
+	rec            *wal.Recovery
+	w              *wal.WAL
+	sm             *machine
+	rep            *replica.Replica
+	run            *replica.Runner
+	tr             *transport.Transport
+	trace          *traceSink
 
 	peerL, clientL net.Listener
 	httpL          *chanListener
@@ -286,6 +291,10 @@ func (n *Node) open() error {
 	}
 	n.rec, n.w = rec, w
 	n.logRecovery(rec)
+	if err := n.checkForceNewCluster(rec); err != nil {
+		w.Close()
+		return err
+	}
 	voters := n.cluster.voters()
 	if cfg.TraceDir != "" {
 		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, voters, cfg.TestingCoreBugs); err != nil {
@@ -321,7 +330,7 @@ func (n *Node) open() error {
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
 		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Snapshots: so,
 		Now: time.Now, ObserveStage: n.metrics.observeStage, OnMembership: n.membershipChanged,
-		FirstBoot: n.fbRec, OnFirstBoot: n.firstBootChanged})
+		FirstBoot: n.fbRec, OnFirstBoot: n.firstBootChanged, ForceNewCluster: cfg.ForceNewCluster})
 	if err != nil {
 		w.Close()
 		return err
