@@ -71,10 +71,6 @@ func (m *Machine[T, L, V]) HandleAppendEntriesRequest(s *StateOf[T, L, V], i, j 
 	if msg.Mterm > s.CurrentTerm[i] {
 		return
 	}
-	if m.passive(s, i) {
-		m.passiveAppend(s, i, j, msg, emit) // wipe.go
-		return
-	}
 	log := s.Log[i]
 	prev := int(msg.MprevLogIndex)
 	logOk := prev == 0 || (prev <= log.Len() && msg.MprevLogTerm == log.Term(prev))

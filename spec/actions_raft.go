@@ -601,7 +601,7 @@ func (m *Machine[T, L, V]) Receive(s *StateOf[T, L, V], msg MessageOf[T, L], emi
 		m.DropStaleResponse(s, i, j, msg, emit)
 		m.HandleRequestVoteResponse(s, i, j, msg, emit)
 	case AppendEntriesRequest:
-		m.HandleAppendEntriesRequest(s, i, j, msg, emit)
+		m.handleAppendEntriesRequestOrPassive(s, i, j, msg, emit) // wipe.go
 	case AppendEntriesResponse:
 		m.DropStaleResponse(s, i, j, msg, emit)
 		m.HandleAppendEntriesResponse(s, i, j, msg, emit)

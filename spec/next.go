@@ -200,7 +200,7 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 			}
 		case ActHandleAppendEntriesRequest:
 			if msg.Mtype == AppendEntriesRequest && !(m.Production && msg.Mentries.Len() > 1) {
-				m.HandleAppendEntriesRequest(s, i, j, msg, out)
+				m.handleAppendEntriesRequestOrPassive(s, i, j, msg, out) // wipe.go
 			}
 		case ActHandleAppendEntriesResponse:
 			if msg.Mtype == AppendEntriesResponse {

@@ -278,9 +278,22 @@ func (m *Machine[T, L, V]) ConfirmFirstBoot(s *StateOf[T, L, V], i ServerID, emi
 	emit(n, LabelOf[T, L]{Action: ActConfirmFirstBoot, I: i})
 }
 
+// handleAppendEntriesRequestOrPassive is HandleAppendEntriesRequest, at a
+// passive member passiveAppend.
+func (m *Machine[T, L, V]) handleAppendEntriesRequestOrPassive(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
+	if m.passive(s, i) {
+		m.passiveAppend(s, i, j, msg, emit)
+		return
+	}
+	m.HandleAppendEntriesRequest(s, i, j, msg, emit)
+}
+
 // passiveAppend is HandleAppendEntriesRequest at a passive member: the
 // request is consumed, nothing else changes.
 func (m *Machine[T, L, V]) passiveAppend(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
+	if msg.Mterm > s.CurrentTerm[i] {
+		return // UpdateTerm first, as HandleAppendEntriesRequest
+	}
 	n := *s
 	n.Discard(msg)
 	emit(n, LabelOf[T, L]{Action: ActHandleAppendEntriesRequest, I: i, J: j, Msg: msg})
