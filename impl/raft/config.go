@@ -161,7 +161,7 @@ func (c *Config) validate() error {
 
 // Bug is a set of test-only switches that re-introduce the failures the
 // durable rules prevent. The names are spec's -bug names (spec/config.go).
-type Bug uint16
+type Bug uint32
 
 // The switches.
 const (
@@ -223,6 +223,10 @@ const (
 	// BugWipedVotes: a first boot takes part at once, unconfirmed
 	// (firstboot.go): a wiped member votes (spec's wiped-votes).
 	BugWipedVotes
+	// BugWipeConfirmQuorum: a first boot is confirmed by a quorum of the
+	// voters (itself counted out) instead of every other voter (spec's
+	// wipe-confirm-quorum).
+	BugWipeConfirmQuorum
 	bugEnd
 )
 
@@ -233,6 +237,7 @@ const ReportingBugs = BugLagIsFence
 
 var bugNames = map[Bug]string{
 	BugWipedVotes:                  "wiped-votes",
+	BugWipeConfirmQuorum:           "wipe-confirm-quorum",
 	BugSelfCountsAppended:          "self-counts-appended",
 	BugFollowerAcksAppended:        "follower-acks-appended",
 	BugCandidateAdvertisesLearned:  "candidate-advertises-learned",

@@ -133,7 +133,7 @@ func (n *Node) askFirstBoot() {
 		left++
 		n.send(Message{Type: MsgFirstBoot, To: id, Term: n.hs.Term, Seq: n.fb.rec.Incarnation})
 	}
-	if left == 0 {
+	if left == 0 || n.quorumAnswered() {
 		n.fb.rec.State = FirstBootConfirmed
 		n.fb.rec.Known = maps.Clone(n.fb.answered)
 		n.fb.changed = true
@@ -192,12 +192,29 @@ func (n *Node) firstBootAnswer(m *Message) {
 		n.fb.answered = map[NodeID]uint64{}
 	}
 	n.fb.answered[m.From] = m.Round
-	for _, v := range n.trk.Config.Voters {
-		if _, ok := n.fb.answered[NodeID(v)]; NodeID(v) != n.id && !ok {
-			return
+	if !n.quorumAnswered() {
+		for _, v := range n.trk.Config.Voters {
+			if _, ok := n.fb.answered[NodeID(v)]; NodeID(v) != n.id && !ok {
+				return
+			}
 		}
 	}
 	n.askFirstBoot()
+}
+
+// quorumAnswered is BugWipeConfirmQuorum's rule: yes from a majority of
+// the voters, the node itself not counted.
+func (n *Node) quorumAnswered() bool {
+	if !n.has(BugWipeConfirmQuorum) {
+		return false
+	}
+	yes := 0
+	for _, v := range n.trk.Config.Voters {
+		if _, ok := n.fb.answered[NodeID(v)]; ok && NodeID(v) != n.id {
+			yes++
+		}
+	}
+	return yes*2 > len(n.trk.Config.Voters)
 }
 
 // FirstBootStatus is the node's first-boot record (nil: not confirming).

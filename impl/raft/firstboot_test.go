@@ -303,3 +303,23 @@ func TestForceNewCluster(t *testing.T) {
 		t.Fatalf("a new write did not commit alone: commit %d", got)
 	}
 }
+
+// TestFirstBootConfirmQuorum: with BugWipeConfirmQuorum, three other voters
+// of five answering (one down) confirm a first boot; without it, nobody is
+// confirmed until every voter answered.
+func TestFirstBootConfirmQuorum(t *testing.T) {
+	for _, bugs := range []raft.Bug{0, raft.BugWipeConfirmQuorum} {
+		c := newFBCluster(t)
+		c.bugs = bugs
+		ids := []raft.NodeID{1, 2, 3, 4, 5}
+		for _, id := range ids {
+			c.boot(id, ids, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: uint64(id), State: raft.FirstBootUnconfirmed})
+		}
+		c.down[5] = true
+		c.run(30)
+		got := c.records[1].State
+		if want := map[raft.Bug]raft.FirstBootState{0: raft.FirstBootUnconfirmed, raft.BugWipeConfirmQuorum: raft.FirstBootConfirmed}[bugs]; got != want {
+			t.Fatalf("bugs %v: node 1 %v, want %v", bugs, got, want)
+		}
+	}
+}

@@ -208,6 +208,10 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	if n.walFailed {
 		return false, ErrWALFailed
 	}
+	if n.unconfirmed() {
+		n.traceDrop(&m) // firstboot.go: outside the protocol until confirmed
+		return false, nil
+	}
 	if m.Term > n.hs.Term {
 		n.updateTerm(&m, m.From)
 	}
