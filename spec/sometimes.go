@@ -147,6 +147,11 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActHandleRepairResponse && pre.Log[l.I] != post.Log[l.I]
 		}},
+	{Name: "RepairedBesideTruncated", Profile: onlyDurable, Repair: true, Doc: "a member is released by its peers while another member is TRUNCATED (two TRUNCATED of four)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActHandleRepairResponse && pre.Verdict[l.I] == Truncated && post.Verdict[l.I] == Clean &&
+				anyServer(m, func(i ServerID) bool { return i != l.I && pre.Verdict[i] == Truncated })
+		}},
 	{Name: "LeaderAfterRepair", Profile: onlyDurable, Repair: true, Doc: "a leader is elected with the vote of a member repaired by its peers",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			if l.Action != ActBecomeLeader {
