@@ -1,5 +1,7 @@
 package raft
 
+import "github.com/durableraft/durableraft/trace"
+
 // Repair of a TRUNCATED member from its peers, without a leader: spec
 // repair.go (RequestRepair, HandleRepairRequest, HandleRepairResponse),
 // docs/repair.md. On with Config.PeerRepair.
@@ -115,9 +117,36 @@ func (n *Node) handleRepair(m Message) {
 	dt, di := n.log.durableTip()
 	resp := Message{Type: MsgRepairResp, To: m.From, Term: n.hs.Term, LastLogTerm: dt, LastLogIndex: di}
 	if !(tip{m.LastLogTerm, m.LastLogIndex}).atLeast(tip{dt, di}) {
+		if probe := min(m.PrevLogIndex, di); probe+1 < n.log.first {
+			n.repairSnapshot(m.From) // the entries after the probe are compacted
+			return
+		}
 		n.repairEntries(&resp, min(m.PrevLogIndex, di))
 	}
 	n.send(resp)
+}
+
+// repairSnapshot offers the requester this node's snapshot (a MsgSnap the
+// driver streams, as a leader's; spec: the answer's log is the same
+// abstract log, its prefix committed). The requester installs it without
+// taking the sender for its leader, and asks for the entries after it.
+func (n *Node) repairSnapshot(to NodeID) {
+	s := n.snaps.snap
+	if s.Index == 0 || s.Index+1 < n.log.first || s.Index > n.log.committed {
+		n.alert(AlertStorage, "member %d needs a repair from below my compaction point %d, and no snapshot covers it (snapshot %d)", to, n.log.first-1, s.Index)
+		return
+	}
+	conf := Entry{Index: s.Index, Term: s.Term, Data: EncodeMembership(membershipOf(n.confs.at(s.Index)))}
+	n.send(Message{Type: MsgSnap, To: to, Term: n.hs.Term, PrevLogIndex: s.Index, PrevLogTerm: s.Term, LeaderCommit: n.log.committed,
+		Entries: []Entry{conf}})
+}
+
+// repairSnapshotFrom reports whether a MsgSnap is a repair's: the node
+// repairs itself (TRUNCATED, asking, no leader) and the sender is a voter
+// it asked. StepSnapshot then installs it without following the sender.
+func (n *Node) repairSnapshotFrom(m *Message) bool {
+	return n.cfg.PeerRepair && n.hs.TruncatedAtTerm != 0 && n.repair.counted != nil && n.lead == None &&
+		n.role != RoleLeader && n.isVoter(m.From)
 }
 
 // repairEntries fills the answer with the durable entries after prev, at
@@ -225,4 +254,21 @@ func (n *Node) countRepair(peer NodeID) {
 	n.hs.TruncatedAtTerm = 0
 	n.resetRepair()
 	n.evaluatePolicy(false) // reports the release (AlertFenceReleased)
+}
+
+// stepRepairSnapshot installs a peer's snapshot during a repair, when the
+// log does not already hold or commit its last entry, and asks the peer
+// for the entries after it. The snapshot's prefix is committed on the peer,
+// so it is every member's; the node follows no one.
+func (n *Node) stepRepairSnapshot(m *Message, prefix []trace.Entry) bool {
+	if m.Term > n.hs.Term {
+		n.updateTerm(m, None)
+	}
+	index, term := m.PrevLogIndex, m.PrevLogTerm
+	if index <= n.log.committed || n.log.matchTerm(index, term) {
+		return false
+	}
+	n.installSnapshot(m, prefix)
+	n.askRepair(m.From, index)
+	return true
 }
