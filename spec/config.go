@@ -134,6 +134,19 @@ const (
 	// while its previous one is not committed yet.
 	BugConfigWhileUncommitted
 
+	// Repair of a TRUNCATED member from its peers (repair.go,
+	// docs/repair.md): switches of profile durable, with Config.Repair only.
+
+	// BugRepairVotesEarly: a TRUNCATED member is released (votes again)
+	// after the first peer's answer, not once the peers that answered meet
+	// every quorum.
+	BugRepairVotesEarly
+	// BugRepairIgnoresTerm: a TRUNCATED member asks for repair in the
+	// corruption's own term and counts a peer's answer given in a term no
+	// newer than the corruption's (truncatedAtTerm), although that peer
+	// may still acknowledge, after answering, entries the member's lost
+	// acknowledgments help commit.
+	BugRepairIgnoresTerm
 	// Wiped members (wipe.go): switches of either profile, with
 	// Config.Wipes only.
 
@@ -155,6 +168,7 @@ const (
 
 	powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
 
+	repairBugs = BugRepairVotesEarly | BugRepairIgnoresTerm
 	wipeBugs = BugWipedVotes | BugWipeConfirmQuorum
 
 	// protocolBugs are the switches profile raft takes.
@@ -183,6 +197,8 @@ var bugNames = map[Bug]string{
 	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
+	BugRepairVotesEarly:            "repair-votes-early",
+	BugRepairIgnoresTerm:           "repair-ignores-term",
 	BugWipedVotes:                  "wiped-votes",
 	BugWipeConfirmQuorum:           "wipe-confirm-quorum",
 }
@@ -309,6 +325,11 @@ type Config struct {
 	Membership bool
 	InitVoters int
 
+	// Repair adds the repair of a TRUNCATED member from its peers, without
+	// a leader (repair.go, docs/repair.md): RequestRepair and its answer.
+	// Profile durable only, without the production actions, membership and
+	// power losses.
+	Repair bool
 	// Wipes: how many Wipe steps a behaviour may take in all (wipe.go):
 	// a member's data directory emptied, the member restarted under its
 	// old id. With Wipes > 0 every first boot (Init's too) must be
@@ -349,10 +370,13 @@ func (c Config) Validate() error {
 	case c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote) != 0 && c.PowerLosses == 0:
 		return fmt.Errorf("-bug %v needs power losses (-power-losses)", c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote))
 	}
+	if err := c.validateMembership(); err != nil {
+		return err
+	}
 	if err := c.validateWipes(); err != nil {
 		return err
 	}
-	return c.validateMembership()
+	return c.validateRepair()
 }
 
 func (c Config) String() string {
@@ -375,6 +399,9 @@ func (c Config) String() string {
 	}
 	if c.Membership {
 		s += fmt.Sprintf(" membership init-voters=%d", c.InitConfig().Voters.Len())
+	}
+	if c.Repair {
+		s += " repair"
 	}
 	if c.Wipes > 0 {
 		s += fmt.Sprintf(" wipes=%d", c.Wipes)

@@ -134,6 +134,9 @@ func Explore(m *Model, opt Options) (*Result, error) {
 	if opt.Symmetry && m.Membership && m.InitConfig().Voters.Len() != len(m.servers) {
 		return nil, fmt.Errorf("spec: -init-voters %d makes the servers asymmetric: no -symmetry", m.InitVoters)
 	}
+	if opt.Symmetry && m.Repair {
+		return nil, fmt.Errorf("spec: -repair has no symmetry reduction yet")
+	}
 	if opt.Symmetry && m.Wipes > 0 {
 		return nil, fmt.Errorf("spec: -wipes has no -symmetry yet (wipe.go's sets are not renamed)")
 	}

@@ -67,6 +67,8 @@ type Node struct {
 
 	snaps snapshotState
 
+	repair repairState // a TRUNCATED member's repair from its peers (repair.go)
+
 	// hardStateLost: Boot.HardStateLost, or a first boot found wiped
 	// (firstboot.go); sticky for the node's life.
 	hardStateLost bool
@@ -249,6 +251,7 @@ func (n *Node) Tick() {
 			n.resetElection()
 			n.hup(false)
 		}
+		n.tickRepair()
 	}
 	n.evaluatePolicy(true)
 }
@@ -389,6 +392,7 @@ func (n *Node) Advance(a AdvanceInfo) {
 		n.maybeAutoPromote()
 	} else {
 		n.processPendingAcks()
+		n.processRepairAwaits()
 	}
 	n.evaluatePolicy(false)
 }
@@ -452,7 +456,7 @@ func (n *Node) send(m Message) {
 		}
 	}
 	switch m.Type {
-	case MsgVote, MsgVoteResp, MsgAppResp, MsgAppRespPassive:
+	case MsgVote, MsgVoteResp, MsgAppResp, MsgAppRespPassive, MsgRepair, MsgRepairResp:
 		n.msgsAfter = append(n.msgsAfter, m)
 	default:
 		n.msgs = append(n.msgs, m)
