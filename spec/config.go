@@ -169,7 +169,7 @@ const (
 	powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
 
 	repairBugs = BugRepairVotesEarly | BugRepairIgnoresTerm
-	wipeBugs = BugWipedVotes | BugWipeConfirmQuorum
+	wipeBugs   = BugWipedVotes | BugWipeConfirmQuorum
 
 	// protocolBugs are the switches profile raft takes.
 	protocolBugs = classicBugs | membershipBugs | wipeBugs
