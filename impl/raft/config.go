@@ -244,6 +244,10 @@ const (
 	bugEnd
 )
 
+// WipeBugs are the switches of the first-boot confirmation (firstboot.go):
+// they act only on a node booted with Boot.FirstBoot.
+const WipeBugs = BugWipedVotes | BugWipeConfirmQuorum
+
 // ReportingBugs are the switches of what the core reports, outside the
 // spec: they change no step the spec models, so a trace's config does not
 // name them and spec has no switch of the same name.
