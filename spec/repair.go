@@ -60,8 +60,8 @@ func (c Config) validateRepair() error {
 	switch {
 	case !c.Repair && c.Bugs&repairBugs != 0:
 		return fmt.Errorf("the bugs %v need -repair", repairBugs)
-	case c.Repair && (c.Profile != ProfileDurable || c.Production || c.Membership || c.PowerLosses > 0):
-		return fmt.Errorf("-repair: profile durable only, without -production, -membership and power losses")
+	case c.Repair && (c.Profile != ProfileDurable || c.Membership || c.PowerLosses > 0):
+		return fmt.Errorf("-repair: profile durable only, without -membership and power losses")
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func (m *Machine[T, L, V]) RequestRepair(s *StateOf[T, L, V], i, j ServerID, emi
 		return
 	}
 	n := *s
-	n.Send(MessageOf[T, L]{Mtype: RepairRequest, Mterm: s.CurrentTerm[i], Msource: i, Mdest: j})
+	m.post(&n, MessageOf[T, L]{Mtype: RepairRequest, Mterm: s.CurrentTerm[i], Msource: i, Mdest: j})
 	emit(n, LabelOf[T, L]{Action: ActRequestRepair, I: i, J: j})
 }
 
@@ -112,7 +112,7 @@ func (m *Machine[T, L, V]) HandleRepairRequest(s *StateOf[T, L, V], i, j ServerI
 	}
 	n := *s
 	if s.Verdict[i] == Clean {
-		n.Reply(MessageOf[T, L]{Mtype: RepairResponse, Mterm: s.CurrentTerm[i],
+		m.reply(&n, MessageOf[T, L]{Mtype: RepairResponse, Mterm: s.CurrentTerm[i],
 			Mentries: s.Log[i].Prefix(int(s.DurableLen[i])), Msource: i, Mdest: j}, msg)
 	} else {
 		n.Discard(msg)
@@ -159,10 +159,21 @@ func (m *Machine[T, L, V]) HandleRepairResponse(s *StateOf[T, L, V], i, j Server
 		return
 	}
 	if d := s.Log[i].Prefix(int(s.DurableLen[i])); moreUpToDate(msg.Mentries, d) {
+		if m.Production {
+			m.takeRepair(s, i, j, msg, emit) // repairprod.go: take now, count once durable
+			return
+		}
 		n.Log[i] = msg.Mentries
 		n.DurableLen[i] = T(msg.Mentries.Len())
 		n.StaleLog[i] = *new(L)
 	}
+	m.countRepair(s, &n, i, j, label, emit)
+}
+
+// countRepair counts j's answer, with n the state after its log was taken,
+// and releases i once the peers counted meet every quorum.
+func (m *Machine[T, L, V]) countRepair(s, np *StateOf[T, L, V], i, j ServerID, label LabelOf[T, L], emit EmitOf[T, L, V]) {
+	n := *np
 	from := s.RepairFrom[i].With(j)
 	if !m.repairedBy(from) {
 		n.RepairFrom[i] = from
