@@ -58,6 +58,8 @@ type TraceParams struct {
 	// InitVoters the initial voters, nodes 1..InitVoters (0: all).
 	Membership bool
 	InitVoters int
+	// Repair: the nodes run with Config.PeerRepair (the spec's -repair).
+	Repair bool
 }
 
 // TraceConfig is the Init event's config for an impl trace: profile
@@ -78,7 +80,7 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 	}
 	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
 		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: p.declaredBugs().String(), Production: true, Source: "impl"}
-	c.Membership, c.InitVoters = p.Membership, p.InitVoters
+	c.Membership, c.InitVoters, c.Repair = p.Membership, p.InitVoters, p.Repair
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
 	}
@@ -98,6 +100,9 @@ func (p *TraceParams) declaredBugs() Bug {
 	b := p.Bugs &^ ReportingBugs
 	if !p.Membership {
 		b &^= membershipBugs
+	}
+	if !p.Repair {
+		b &^= RepairBugs
 	}
 	return b
 }
@@ -188,6 +193,12 @@ func TraceMessage(m *Message, names map[NodeID]string) *trace.Message {
 		t.McommitIndex, t.MleaderCommit = int(m.Commit), &c
 	case MsgAppResp:
 		t.Mtype, t.Msuccess, t.MmatchIndex = "AppendEntriesResponse", m.Success, int(m.MatchIndex)
+	case MsgRepair:
+		t.Mtype = "RepairRequest"
+	case MsgRepairResp:
+		// The answer by its tip: the requester is not told the rest of
+		// the peer's durable log (spec tracerepair.go).
+		t.Mtype, t.MlastLogTerm, t.MlastLogIndex = "RepairResponse", int(m.LastLogTerm), int(m.LastLogIndex)
 	case MsgSnap:
 		// Mprefix, the leader's log up to the snapshot, is the tracer's to
 		// fill in: the message does not carry it.
@@ -282,7 +293,7 @@ func (t *tracer) event(action string, peer NodeID, m *Message, branch string) {
 	if peer != None {
 		e.Peer = TraceName(t.names, peer)
 	}
-	if m != nil && action != "RequestVote" {
+	if m != nil && action != "RequestVote" && action != "RequestRepair" {
 		e.Msg = TraceMessage(m, t.names)
 		if m.Type == MsgSnap && e.Msg != nil {
 			e.Msg.Mprefix = trace.Runs(t.n.snaps.prefix)
