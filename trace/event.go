@@ -49,6 +49,11 @@ var Actions = []string{
 	// with nothing vouching for it (verdict AMBIGUOUS; cut: the length of
 	// the log kept).
 	"PowerLoss",
+	// Repair from peers (spec/repair.go), in traces whose Config has
+	// "repair": true: a TRUNCATED member asks a peer (peer: the peer), the
+	// peer answers with its durable log, the member takes it (branches
+	// conflict and append, in the production profile) and counts it.
+	"RequestRepair", "HandleRepairRequest", "HandleRepairResponse",
 }
 
 // Branches of HandleAppendEntriesRequest.
