@@ -77,9 +77,11 @@ type Config struct {
 	// PeerRepair: a TRUNCATED member that hears no leader for
 	// CatchUpTicks repairs itself from its peers and votes again
 	// (repair.go, docs/repair.md): two TRUNCATED members of four no longer
-	// leave the cluster without a leader. Off by default until the trace
-	// checker follows it (a repair is no spec step of the production
-	// profile yet).
+	// leave the cluster without a leader. Its steps are spec steps of the
+	// production profile with -repair (spec/repairprod.go; a trace declares
+	// it, TraceParams.Repair), except the repair by a peer's snapshot, which
+	// no spec step traces yet. Off by default: the replica and raftd do not
+	// set it yet.
 	PeerRepair bool
 
 	Storage Storage
@@ -254,8 +256,8 @@ const WipeBugs = BugWipedVotes | BugWipeConfirmQuorum
 const ReportingBugs = BugLagIsFence
 
 // RepairBugs are the switches of the repair from peers (Config.PeerRepair,
-// repair.go): their scenarios are testdata/repair's, which the trace
-// checker does not follow yet.
+// repair.go): their scenarios are testdata/repair's; a trace declares them
+// only with TraceParams.Repair.
 const RepairBugs = BugRepairVotesEarly | BugRepairIgnoresTerm
 
 var bugNames = map[Bug]string{
