@@ -12,6 +12,7 @@ import (
 
 	"github.com/durableraft/durableraft/conformance/sim"
 	"github.com/durableraft/durableraft/impl/marks"
+	"github.com/durableraft/durableraft/trace"
 )
 
 // seedRange reads a range "a-b" (or a single seed) from the environment
@@ -334,4 +335,56 @@ func TestSimulatedMembership(t *testing.T) {
 	if !t.Failed() && total.ConfigChanges < int(hi-lo+1) {
 		t.Errorf("%d membership changes applied in %d seeds", total.ConfigChanges, hi-lo+1)
 	}
+}
+
+// TestSimulatedRepair runs four replicas with the repair from peers
+// (sim.RepairOptions: raft.Config.PeerRepair, bit flips on up to two
+// members at once) under every other fault: no invariant breaks, every
+// trace is a behaviour of the spec with -repair, and across the seeds two
+// members are TRUNCATED at once and members are repaired by their peers.
+func TestSimulatedRepair(t *testing.T) {
+	lo, hi := seedRange(t, "SIM_REPAIR_SEEDS", 1, 12)
+	if testing.Short() {
+		hi = lo + 3
+	}
+	twoAtOnce, released := 0, 0
+	for seed := lo; seed <= hi; seed++ {
+		s := runSeed(t, sim.RepairOptions(seed))
+		two, rel := repairSeen(s.Events)
+		if two {
+			twoAtOnce++
+		}
+		released += rel
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("seeds %d-%d: %d with two members TRUNCATED at once, %d releases by peers", lo, hi, twoAtOnce, released)
+	if !t.Failed() && (twoAtOnce == 0 || released == 0) {
+		t.Errorf("seeds %d-%d: %d with two TRUNCATED at once, %d releases by peers: the repair is not exercised", lo, hi, twoAtOnce, released)
+	}
+}
+
+// repairSeen reads a run's trace: whether two members were TRUNCATED at
+// once, and how many were released by their peers' answers.
+func repairSeen(events []trace.Event) (two bool, released int) {
+	truncated := map[string]bool{}
+	for _, e := range events {
+		if e.State == nil {
+			continue
+		}
+		was := truncated[e.Node]
+		truncated[e.Node] = e.State.Verdict == "TRUNCATED"
+		if was && !truncated[e.Node] && e.Action == "HandleRepairResponse" {
+			released++
+		}
+		k := 0
+		for _, v := range truncated {
+			if v {
+				k++
+			}
+		}
+		two = two || k >= 2
+	}
+	return two, released
 }

@@ -72,6 +72,9 @@ type Options struct {
 	// configurations.
 	Membership bool `json:",omitempty"`
 	InitVoters int  `json:",omitempty"`
+	// PeerRepair: raft.Config.PeerRepair on every node, and bit flips on
+	// any set of members that is not a quorum (repair.go).
+	PeerRepair bool `json:",omitempty"`
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
 	Trace bool
@@ -237,7 +240,7 @@ func New(o Options) (*Sim, error) {
 	s.check.init(s)
 	s.net.init(s)
 	if o.Trace {
-		cfg, err := raft.TraceConfig(raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs, Membership: o.Membership, InitVoters: o.InitVoters})
+		cfg, err := raft.TraceConfig(raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs, Membership: o.Membership, InitVoters: o.InitVoters, Repair: o.PeerRepair})
 		if err != nil {
 			return nil, err
 		}
