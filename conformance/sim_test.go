@@ -168,6 +168,9 @@ func TestSimSeedLog(t *testing.T) {
 // its trace (TestSimSeedTrace) and draws it (raftspec viz, docs/course.md).
 func drawCommand(o sim.Options) string {
 	env := fmt.Sprintf("SIM_TRACE_SEED=%d SIM_TRACE_FILE=/tmp/sim-%d.ndjson", o.Seed, o.Seed)
+	if o.PeerRepair {
+		env += " SIM_REPAIR=1" // sim.RepairOptions
+	}
 	if b := (sim.Bugs{Core: o.CoreBugs, Runtime: o.RuntimeBugs, KV: o.KVBugs, Server: o.ServerBugs}).String(); b != "" {
 		env += " SIM_BUGS=" + b
 	}
@@ -177,7 +180,8 @@ func drawCommand(o sim.Options) string {
 
 // TestSimSeedTrace writes one seed's trace to SIM_TRACE_FILE
 // (SIM_TRACE_SEED=S; SIM_BUGS switches bugs of any layer on, as a failing
-// seed's message says; SIM_RUNTIME_BUGS and SIM_CORE_BUGS are read too).
+// seed's message says; SIM_RUNTIME_BUGS and SIM_CORE_BUGS are read too;
+// SIM_REPAIR=1 runs sim.RepairOptions rather than sim.Default).
 // raftsim -seed S -trace F does the same for sim.Default's options.
 func TestSimSeedTrace(t *testing.T) {
 	v, path := os.Getenv("SIM_TRACE_SEED"), os.Getenv("SIM_TRACE_FILE")
@@ -189,6 +193,9 @@ func TestSimSeedTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := sim.Default(seed)
+	if os.Getenv("SIM_REPAIR") != "" {
+		o = sim.RepairOptions(seed)
+	}
 	bugs, err := sim.ParseBugs(os.Getenv("SIM_BUGS") + "," + os.Getenv("SIM_RUNTIME_BUGS") + "," + os.Getenv("SIM_CORE_BUGS"))
 	if err != nil {
 		t.Fatal(err)
@@ -248,8 +255,7 @@ func TestBugCatalogue(t *testing.T) {
 				bound = uncaught
 			}
 			for seed := uint64(1); seed <= bound; seed++ {
-				o := sim.Default(seed)
-				row.Bugs.Apply(&o)
+				o := row.Options(seed)
 				ok, why, err := caught(o)
 				if err != nil {
 					t.Fatal(err)

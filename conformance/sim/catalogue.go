@@ -27,6 +27,18 @@ type CatalogueEntry struct {
 	Why string
 	// Pending: the feature is not built yet (the row is kept, marked).
 	Pending string
+	// Runs are the options of seed k (nil: Default(k)).
+	Runs func(seed uint64) Options `json:"-"`
+}
+
+// Options are the options of the row's run for seed, its switches applied.
+func (e *CatalogueEntry) Options(seed uint64) Options {
+	o := Default(seed)
+	if e.Runs != nil {
+		o = e.Runs(seed)
+	}
+	e.Bugs.Apply(&o)
+	return o
 }
 
 // Catalogue is the bug catalogue (docs/raftsim.md has it as a table,
@@ -64,10 +76,11 @@ var Catalogue = []CatalogueEntry{
 		Why: "membership (issue 18): the simulator's randomized runs (Default) do not change membership, and the 2015 story needs two leaders each changing the configuration before its first commit, about 46 chosen steps; impl/raft testdata/config_2015.txt replays it in the core (NoAckedLoss with the switch, TestConfigBugSwitches), make reach's membership-2015 finds it in the spec, and TestSimulatedMembership runs the membership changes with every fix"},
 	{Name: "config-while-uncommitted", Layer: "core", Bugs: Bugs{Core: raft.BugConfigWhileUncommitted},
 		Why: "membership (issue 18): the simulator's randomized runs (Default) do not change membership; impl/raft testdata/config_one_at_a_time.txt shows the two promotions in a row and the write lost (NoAckedLoss with the switch, TestConfigBugSwitches), and TestSimulatedMembership runs the membership changes with every fix"},
-	{Name: "repair-votes-early", Layer: "core", Bugs: Bugs{Core: raft.BugRepairVotesEarly},
-		Why: "repair from peers (issue 18, docs/repair.md): the simulator does not turn raft.Config.PeerRepair on yet; impl/raft testdata/repair/three_nodes_one_peer.txt loses a write with the switch (AckedDurable, TestRepairBugSwitches) and spec.TestRepairBugs finds RepairCovers broken"},
-	{Name: "repair-ignores-term", Layer: "core", Bugs: Bugs{Core: raft.BugRepairIgnoresTerm},
-		Why: "repair from peers (issue 18, docs/repair.md): the simulator does not turn raft.Config.PeerRepair on yet, and no core scenario stages the story (a leader answering before its own fdatasync); spec.TestRepairBugs finds RepairCovers broken at 2 servers"},
+	{Name: "repair-votes-early", Layer: "core", Bugs: Bugs{Core: raft.BugRepairVotesEarly}, SeedsMax: 100, Runs: RepairOptions,
+		By:  []string{"NoAckedLoss", "AckedDurable", "AckedPresent", "Linearizability", "StateMachineSafety", "Trace"},
+		Why: "repair from peers (issue 18, docs/repair.md), on RepairOptions' runs (four nodes, PeerRepair, two TRUNCATED at once); impl/raft testdata/repair/three_nodes_one_peer.txt loses a write with the switch (AckedDurable, TestRepairBugSwitches) and spec.TestRepairBugs finds RepairCovers broken"},
+	{Name: "repair-ignores-term", Layer: "core", Bugs: Bugs{Core: raft.BugRepairIgnoresTerm}, Runs: RepairOptions,
+		Why: "repair from peers (issue 18, docs/repair.md): on RepairOptions' runs its story (a leader answering a repair before its own fdatasync, then committing with the member's lost acknowledgment) did not come up in 150 seeds, and no core scenario stages it; spec.TestRepairBugs and TestRepairProductionBugs find RepairCovers broken at 2 servers"},
 	{Name: "wiped-votes", Layer: "core", Bugs: Bugs{Core: raft.BugWipedVotes},
 		Why: "wiped members (issue 18): the simulator's nodes confirm no first boot (no raft.Boot.FirstBoot) and its faults wipe no disk; impl/raft TestFirstBootWiped shows the wiped member voting with the switch, conformance/proc TestProcessWipedMember/bug in real processes, and spec/testdata/wipe/wiped-votes.txt the write lost (NoAckedLoss)"},
 	{Name: "wipe-confirm-quorum", Layer: "core", Bugs: Bugs{Core: raft.BugWipeConfirmQuorum},
