@@ -81,7 +81,10 @@ func (c Config) validateRepair() error {
 // asks only once it is in one itself (a TRUNCATED member reaches one by
 // timing out: Timeout is not fenced, and the vote it then asks for is
 // refused by its own rule 7; the core raises its term without a
-// campaign), and its request takes the peers there.
+// campaign, which its trace shows as Timeout then StepDown, the same
+// state), and its request takes the peers there. In the production
+// profile the request, as any message after a hard-state change, waits in
+// the persistence window (post).
 func (m *Machine[T, L, V]) RequestRepair(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
 	if !m.Repair || i == j || s.Verdict[i] != Truncated || s.RepairFrom[i].Has(j) ||
 		(s.CurrentTerm[i] <= s.TruncatedAtTerm[i] && !m.Has(BugRepairIgnoresTerm)) {
@@ -145,7 +148,8 @@ func (m *Machine[T, L, V]) HandleRepairRequest(s *StateOf[T, L, V], i, j ServerI
 //
 // Taking the answer replaces the whole log, its unsynced suffix included
 // (never acknowledged), and the core makes it durable before it counts the
-// answer. commitIndex is left as it is: every entry it covers is in the
+// answer: in the production profile the take and the count are separate
+// steps, as the core does them (repairprod.go). commitIndex is left as it is: every entry it covers is in the
 // more up-to-date log (StateMachineSafety would say otherwise).
 func (m *Machine[T, L, V]) HandleRepairResponse(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mtype != RepairResponse || msg.Mterm > s.CurrentTerm[i] {
