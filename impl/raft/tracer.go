@@ -95,9 +95,12 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 // takes them with membership only).
 const membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
 
-// declaredBugs are the switches a trace's config names.
+// declaredBugs are the switches a trace's config names: not the reporting
+// ones, nor the first-boot confirmation's (a trace has no Wipe step: a
+// wiped member's boot is refused by the checker whatever the switch says),
+// and the membership and repair ones only with their steps.
 func (p *TraceParams) declaredBugs() Bug {
-	b := p.Bugs &^ ReportingBugs
+	b := p.Bugs &^ (ReportingBugs | WipeBugs)
 	if !p.Membership {
 		b &^= membershipBugs
 	}
