@@ -56,9 +56,28 @@ BugNames == <<"self-counts-appended", "follower-acks-appended",
 MembershipBugSeq   == <<"config-before-own-term-commit", "config-while-uncommitted">>
 MembershipBugNames == {MembershipBugSeq[k] : k \in DOMAIN MembershipBugSeq}
 
+\* Issue 18: the repair of a TRUNCATED member from its peers (spec/repair.go)
+\* and the wiped-member rule (spec/wipe.go), each behind its constant;
+\* their switches, in spec/config.go's order (after the membership ones).
+CONSTANTS
+    Repair,       \* durable, without Membership and PowerLosses: RequestRepair and its answers
+    Wipes         \* without Production, Membership and PowerLosses: Wipe steps in all
+RepairBugSeq   == <<"repair-votes-early", "repair-ignores-term">>
+WipeBugSeq     == <<"wiped-votes", "wipe-confirm-quorum">>
+RepairBugNames == {RepairBugSeq[k] : k \in DOMAIN RepairBugSeq}
+WipeBugNames   == {WipeBugSeq[k] : k \in DOMAIN WipeBugSeq}
+ASSUME /\ Repair \in BOOLEAN
+       /\ Repair => Profile = "durable" /\ ~Membership /\ PowerLosses = 0
+       /\ ~Repair => Bugs \cap RepairBugNames = {}
+       /\ Wipes \in Nat
+       /\ Wipes > 0 => ~Production /\ ~Membership /\ PowerLosses = 0
+       /\ Wipes = 0 => Bugs \cap WipeBugNames = {}
+
 ASSUME /\ Profile \in {"raft", "durable"}
        /\ Bugs \subseteq {BugNames[k] : k \in DOMAIN BugNames} \cup MembershipBugNames
-       /\ Profile = "raft" => Bugs \subseteq MembershipBugNames /\ Crashes = 0 /\ Corruptions = 0
+                   \cup RepairBugNames \cup WipeBugNames
+       /\ Profile = "raft" => (Bugs \subseteq MembershipBugNames \cup WipeBugNames
+                                /\ Crashes = 0 /\ Corruptions = 0)
        /\ Membership \in BOOLEAN
        /\ ~Membership => Bugs \cap MembershipBugNames = {} /\ InitVoters = 0
        /\ Production \in BOOLEAN
@@ -114,13 +133,27 @@ VARIABLE damaged           \* history (the budget): members whose last synced ba
                            \* a power loss damaged, until repaired
 VARIABLE powerLossesLeft   \* the budget of PowerLoss steps
 
+(* Variables of issue 18 (spec/repair.go, spec/wipe.go); constant without  *)
+(* Repair and Wipes.                                                       *)
+
+VARIABLE repairFrom        \* repair: the peers whose answers TRUNCATED i has counted (volatile)
+VARIABLE repairs           \* repair, history: [server, term, log] of every release by peers
+VARIABLE wipesLeft         \* wipes: the budget of Wipe steps
+VARIABLE wiped             \* wipes, history (the budget): the servers ever wiped
+VARIABLE unconfirmed       \* wipes: the members whose first boot is not confirmed (durable)
+VARIABLE lost              \* wipes: the members found wiped, for good (durable)
+VARIABLE answered          \* wipes: the yes answers unconfirmed i has collected
+VARIABLE known             \* wipes: the incarnations j was confirmed with (durable)
+
 serverVars    == <<currentTerm, state, votedFor>>
 logVars       == <<log, commitIndex>>
 candidateVars == <<votesResponded, votesGranted, voterLog, votesAmbiguous>>
 leaderVars    == <<nextIndex, matchIndex, elections>>
+repairVars    == <<repairFrom, repairs>>
+wipeVars      == <<wipesLeft, wiped, unconfirmed, lost, answered, known>>
 durableVars   == <<durableLen, learnedCommit, verdict, truncatedAtTerm,
                    committed, crashesLeft, corruptionsLeft, batchStart, damaged,
-                   powerLossesLeft>>
+                   powerLossesLeft, repairVars, wipeVars>>
 windowVars    == <<staleLog, staleDurable, persisted, held>>
 vars == <<messages, allLogs, serverVars, candidateVars, leaderVars, logVars,
           durableVars, windowVars>>
@@ -290,6 +323,40 @@ PostReply(response, request) ==
          /\ UNCHANGED held
 
 -----------------------------------------------------------------------------
+(* Issue 18: what the repair from peers (spec/repair.go) and the wiped-    *)
+(* member rule (spec/wipe.go) share with the actions above.  Without       *)
+(* Repair and Wipes none of it changes a state.                            *)
+
+RepairRequest  == "RepairRequest"    \* repair: a TRUNCATED member asks for a durable log
+RepairResponse == "RepairResponse"   \* repair: a CLEAN peer's durable log
+
+\* wipes: i may neither vote nor campaign nor acknowledge: its first boot is
+\* unconfirmed, or it was found wiped (spec passive).
+Passive(i) == Wipes > 0 /\ (i \in unconfirmed \/ i \in lost)
+
+\* wipes: term 1, no vote, an empty log (spec pristine).
+Pristine(j) == currentTerm[j] = 1 /\ votedFor[j] = Nil /\ Len(log[j]) = 0
+
+\* HandleAppendEntriesRequest at a passive member (spec passiveAppend): the
+\* request is consumed, nothing else changes.
+PassiveAppend(i, j, m) ==
+    /\ m.mterm <= currentTerm[i]
+    /\ Discard(m)
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
+
+\* Init's part (spec initWipe): every member at its first boot is
+\* unconfirmed (none with wiped-votes).
+InitRepairWipe ==
+    /\ repairFrom  = [i \in Server |-> {}]
+    /\ repairs     = {}
+    /\ wipesLeft   = Wipes
+    /\ wiped       = {}
+    /\ unconfirmed = IF Wipes > 0 /\ ~Has("wiped-votes") THEN Server ELSE {}
+    /\ lost        = {}
+    /\ answered    = [i \in Server |-> {}]
+    /\ known       = [i \in Server |-> {}]
+
+-----------------------------------------------------------------------------
 (* Initial state *)
 
 Init ==
@@ -322,6 +389,7 @@ Init ==
     /\ votesAmbiguous  = [i \in Server |-> {}]
     /\ damaged         = {}
     /\ powerLossesLeft = PowerLosses
+    /\ InitRepairWipe
 
 -----------------------------------------------------------------------------
 (* Actions of raft.tla, with the durable profile's changes marked.         *)
@@ -352,6 +420,7 @@ Restart(i) ==
 Timeout(i) ==
     /\ state[i] \in {Follower, Candidate}
     /\ Membership => i \in ConfigOf(log[i]).voters    \* a learner does not stand
+    /\ ~Passive(i)                                     \* wipes: unconfirmed or lost
     /\ state'          = [state EXCEPT ![i] = Candidate]
     /\ currentTerm'    = [currentTerm EXCEPT ![i] = @ + 1]
     /\ votedFor'       = [votedFor EXCEPT ![i] = Nil]
@@ -457,7 +526,7 @@ BecomeLeader(i) ==
                                       evoterLog |-> voterLog[i]]}
     /\ UNCHANGED <<messages, currentTerm, votedFor, candidateVars, logVars, durableLen,
                    learnedCommit, committed, crashesLeft, corruptionsLeft, batchStart,
-                   powerLossesLeft, windowVars>>
+                   powerLossesLeft, windowVars, repairVars, wipeVars>>
 
 \* Leader i appends client value v to its log (not yet durable).
 ClientRequest(i, v) ==
@@ -523,7 +592,7 @@ AdvanceCommitIndex(i) ==
              ELSE UNCHANGED <<learnedCommit, committed>>
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, log,
                    durableLen, verdict, truncatedAtTerm, crashesLeft, corruptionsLeft,
-                   batchStart, damaged, powerLossesLeft, windowVars>>
+                   batchStart, damaged, powerLossesLeft, windowVars, repairVars, wipeVars>>
 
 -----------------------------------------------------------------------------
 (* Message handlers: i is the recipient, j the sender, m the message.      *)
@@ -547,6 +616,7 @@ HandleRequestVoteRequest(i, j, m) ==
                  /\ votedFor[i] \in {Nil, j}
                  /\ floorOk
                  /\ verdictOk
+                 /\ ~Passive(i)       \* wipes: unconfirmed or lost
     IN /\ m.mterm <= currentTerm[i]
        /\ \/ grant  /\ votedFor' = [votedFor EXCEPT ![i] = j]
           \/ ~grant /\ UNCHANGED votedFor
@@ -657,10 +727,11 @@ AlreadyDoneAppendEntriesRequest(i, j, m) ==
                   THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
                        /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
                        /\ damaged'         = damaged \ {i}
-                  ELSE UNCHANGED <<verdict, truncatedAtTerm, damaged>>
-          ELSE UNCHANGED <<learnedCommit, verdict, truncatedAtTerm, damaged>>
+                       /\ repairFrom'      = [repairFrom EXCEPT ![i] = {}]
+                  ELSE UNCHANGED <<verdict, truncatedAtTerm, damaged, repairFrom>>
+          ELSE UNCHANGED <<learnedCommit, verdict, truncatedAtTerm, damaged, repairFrom>>
        /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
-                      batchStart, powerLossesLeft, persisted>>
+                      batchStart, powerLossesLeft, persisted, repairs, wipeVars>>
        /\ OpenWindow(i)
        /\ PostReply([mtype       |-> AppendEntriesResponse,
                      mterm       |-> currentTerm[i],
@@ -685,7 +756,7 @@ ConflictAppendEntriesRequest(i, j, m) ==
        /\ batchStart' = [batchStart EXCEPT ![i] = Min({@, durableLen'[i]})]
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
-                      damaged, powerLossesLeft, persisted, held>>
+                      damaged, powerLossesLeft, persisted, held, repairVars, wipeVars>>
        /\ IF IsProduction THEN OpenWindow(i) ELSE KeepStaleLog(i)
 
 \* append: i's log ends at mprevLogIndex; it appends the entry (the message
@@ -712,8 +783,10 @@ HandleAppendEntriesRequestBranch(i, j, m, branch) ==
     /\ UNCHANGED <<candidateVars, leaderVars>>
 
 \* Server i handles j's AppendEntries request (m.mterm <= currentTerm[i]).
+\* wipes: a passive member consumes it, nothing else changes (PassiveAppend).
 HandleAppendEntriesRequest(i, j, m) ==
-    \E branch \in AppendEntriesBranches : HandleAppendEntriesRequestBranch(i, j, m, branch)
+    IF Passive(i) THEN PassiveAppend(i, j, m)
+    ELSE \E branch \in AppendEntriesBranches : HandleAppendEntriesRequestBranch(i, j, m, branch)
 
 \* Leader i learns how far j's log matches its own (or that it does not).
 HandleAppendEntriesResponse(i, j, m) ==
@@ -773,7 +846,8 @@ Flush(i) ==
     /\ staleDurable' = [staleDurable EXCEPT ![i] = 0]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
-                   crashesLeft, corruptionsLeft, damaged, powerLossesLeft, persisted, held>>
+                   crashesLeft, corruptionsLeft, damaged, powerLossesLeft, persisted, held,
+                   repairVars, wipeVars>>
 
 \* Persist(i), production: i's window ends.  Its hard state and truncation
 \* are durable, and the messages it held leave.  (With
@@ -830,6 +904,7 @@ RestartedTo(i, d, k, c, cc) ==
     /\ currentTerm'   = [currentTerm EXCEPT ![i] = d.hs.currentTerm]
     /\ votedFor'      = [votedFor EXCEPT ![i] = d.hs.votedFor]
     /\ held'          = [held EXCEPT ![i] = EmptyBag]
+    /\ repairFrom'    = [repairFrom EXCEPT ![i] = {}]   \* repair: volatile
 
 Restarted(i, d, k, c) == RestartedTo(i, d, k, c, 0)
 
@@ -854,7 +929,8 @@ CrashToCommit(i, d, k, c, cc) ==
     /\ staleLog'        = [staleLog EXCEPT ![i] = <<>>]
     /\ staleDurable'    = [staleDurable EXCEPT ![i] = 0]
     /\ crashesLeft'     = crashesLeft - 1
-    /\ UNCHANGED <<messages, elections, committed, corruptionsLeft, damaged, powerLossesLeft>>
+    /\ UNCHANGED <<messages, elections, committed, corruptionsLeft, damaged, powerLossesLeft,
+                   repairs, wipeVars>>
 
 CrashTo(i, d, k, c) == CrashToCommit(i, d, k, c, 0)
 
@@ -880,7 +956,7 @@ CorruptToCommit(i, d, k, c, cc) ==
         markLate == IsProduction /\ Has("mark-after-cut") /\ d.hs.truncatedAtTerm /= mark
     IN /\ IsDurable
        /\ corruptionsLeft > 0
-       /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup damaged \cup {i}) * 2
+       /\ Cardinality({s \in Server : verdict[s] = Truncated} \cup damaged \cup wiped \cup {i}) * 2
               <= Cardinality(Server)
        /\ Membership =>
               \A cf \in ConfigsPresent :
@@ -898,7 +974,8 @@ CorruptToCommit(i, d, k, c, cc) ==
                                  IF markLate THEN SubSeq(d.log, 1, k) ELSE <<>>]
        /\ staleDurable'    = [staleDurable EXCEPT ![i] = IF markLate THEN k ELSE 0]
        /\ corruptionsLeft' = corruptionsLeft - 1
-       /\ UNCHANGED <<messages, elections, committed, crashesLeft, damaged, powerLossesLeft>>
+       /\ UNCHANGED <<messages, elections, committed, crashesLeft, damaged, powerLossesLeft,
+                      repairs, wipeVars>>
 
 CorruptTo(i, d, k, c) == CorruptToCommit(i, d, k, c, 0)
 
@@ -937,7 +1014,8 @@ PowerLossTo(i, k) ==
     /\ staleLog'        = [staleLog EXCEPT ![i] = <<>>]
     /\ powerLossesLeft' = powerLossesLeft - 1
     /\ UNCHANGED <<messages, elections, currentTerm, votedFor, learnedCommit, committed,
-                   crashesLeft, corruptionsLeft, staleDurable, persisted, held>>
+                   crashesLeft, corruptionsLeft, staleDurable, persisted, held,
+                   repairVars, wipeVars>>
 
 PowerLoss(i) == \E k \in {durableLen[i], batchStart[i]} : PowerLossTo(i, k)
 
@@ -994,7 +1072,8 @@ BatchConflictAppendEntriesRequest(i, j, m) ==
        /\ durableLen' = [durableLen EXCEPT ![i] = Min({@, keep})]
        /\ UNCHANGED <<serverVars, commitIndex, messages, learnedCommit, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
-                      batchStart, damaged, powerLossesLeft, persisted, held>>
+                      batchStart, damaged, powerLossesLeft, persisted, held,
+                      repairVars, wipeVars>>
        /\ OpenWindow(i)
 
 \* append: no conflict, the log ends inside the message's range; append
@@ -1021,9 +1100,10 @@ BatchAlreadyDoneAppendEntriesRequest(i, j, m) ==
           THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
                /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
                /\ damaged'         = damaged \ {i}
-          ELSE UNCHANGED <<verdict, truncatedAtTerm, damaged>>
+               /\ repairFrom'      = [repairFrom EXCEPT ![i] = {}]
+          ELSE UNCHANGED <<verdict, truncatedAtTerm, damaged, repairFrom>>
        /\ UNCHANGED <<serverVars, log, durableLen, committed, crashesLeft, corruptionsLeft,
-                      batchStart, powerLossesLeft, persisted>>
+                      batchStart, powerLossesLeft, persisted, repairs, wipeVars>>
        /\ OpenWindow(i)
        /\ PostReply([mtype       |-> AppendEntriesResponse,
                      mterm       |-> currentTerm[i],
@@ -1096,7 +1176,8 @@ FlushToKeeping(i, k) ==
     /\ staleDurable' = [staleDurable EXCEPT ![i] = 0]
     /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars,
                    learnedCommit, verdict, truncatedAtTerm, committed,
-                   crashesLeft, corruptionsLeft, batchStart, damaged, powerLossesLeft, persisted, held>>
+                   crashesLeft, corruptionsLeft, batchStart, damaged, powerLossesLeft, persisted, held,
+                   repairVars, wipeVars>>
 
 FlushTo(i) == \E k \in (durableLen[i] + 1)..(Len(log[i]) - 1) : FlushToKeeping(i, k)
 
@@ -1158,7 +1239,8 @@ InstallSnapshot(i, j, m) ==
        /\ staleDurable'  = [staleDurable EXCEPT ![i] = IF BasePresent(i) THEN k ELSE 0]
        /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, verdict,
                       truncatedAtTerm, committed, crashesLeft, corruptionsLeft,
-                      batchStart, damaged, powerLossesLeft, persisted, held>>
+                      batchStart, damaged, powerLossesLeft, persisted, held,
+                      repairVars, wipeVars>>
 
 \* Crash (and Corrupt) with the commit index back as a snapshot's index cc:
 \* 1 <= cc <= Min({commitIndex[i], k}) for the k entries kept.
@@ -1174,6 +1256,194 @@ CorruptFromSnapshot(i) ==
     /\ \E d \in CorruptImages(i) : \E k \in 1..d.durable :
           \E c \in RestartLearned(i) : \E cc \in 1..Min({commitIndex[i], k}) :
               CorruptToCommit(i, d, k, c, cc)
+
+-----------------------------------------------------------------------------
+(* Repair of a TRUNCATED member from its peers, without a leader (issue 18, *)
+(* spec/repair.go, spec/repairprod.go, docs/repair.md): Repair = TRUE.      *)
+
+\* The durable variables but repair's and the wipes'.
+diskVars == <<durableLen, learnedCommit, verdict, truncatedAtTerm, committed,
+              crashesLeft, corruptionsLeft, batchStart, damaged, powerLossesLeft>>
+
+\* Raft's order on logs, strict (spec moreUpToDate).
+MoreUpToDate(a, b) ==
+    \/ LastTerm(a) > LastTerm(b)
+    \/ LastTerm(a) = LastTerm(b) /\ Len(a) > Len(b)
+
+\* A TRUNCATED i asks peer j for its durable log, once in a term newer than
+\* its corruption's (repair-ignores-term: in any term).  (The guard is a
+\* negated conjunction: TLC would branch on a disjunction.)
+RequestRepair(i, j) ==
+    /\ Repair
+    /\ i /= j
+    /\ verdict[i] = Truncated
+    /\ j \notin repairFrom[i]
+    /\ ~(currentTerm[i] <= truncatedAtTerm[i] /\ ~Has("repair-ignores-term"))
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars,
+                   staleLog, staleDurable, persisted>>
+    /\ Post([mtype   |-> RepairRequest,
+             mterm   |-> currentTerm[i],
+             msource |-> i,
+             mdest   |-> j])
+
+\* Peer i answers j's request (m.mterm <= currentTerm[i]): a CLEAN i with its
+\* term and durable log; a member that is not CLEAN says nothing.
+HandleRepairRequest(i, j, m) ==
+    /\ m.mtype = RepairRequest
+    /\ m.mterm <= currentTerm[i]
+    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars,
+                   staleLog, staleDurable, persisted>>
+    /\ IF verdict[i] = Clean
+       THEN PostReply([mtype    |-> RepairResponse,
+                       mterm    |-> currentTerm[i],
+                       mentries |-> SubSeq(log[i], 1, durableLen[i]),
+                       msource  |-> i,
+                       mdest    |-> j],
+                      m)
+       ELSE /\ Discard(m)
+            /\ UNCHANGED held
+
+\* An answer i counts: i is TRUNCATED and the answer was given in a term
+\* newer than its corruption's (repair-ignores-term: any term).
+RepairCounts(i, m) ==
+    /\ verdict[i] = Truncated
+    /\ ~(m.mterm <= truncatedAtTerm[i] /\ ~Has("repair-ignores-term"))
+
+\* The peers from release their member: the servers not counted are not a
+\* quorum (repair-votes-early: any one answer) (spec repairedBy).
+RepairedBy(from) ==
+    IF Has("repair-votes-early") THEN from /= {}
+    ELSE Cardinality(Server \ from) * 2 <= Cardinality(Server)
+
+\* j's answer is counted, after log'[i] and durableLen'[i] are set (spec
+\* countRepair): i is released once the peers counted meet every quorum.
+CountRepair(i, j) ==
+    LET from == repairFrom[i] \cup {j}
+    IN IF ~RepairedBy(from)
+       THEN /\ repairFrom' = [repairFrom EXCEPT ![i] = from]
+            /\ UNCHANGED <<verdict, truncatedAtTerm, damaged, repairs>>
+       ELSE /\ repairs'         = repairs \cup {[server |-> i, term |-> truncatedAtTerm[i],
+                                                 log    |-> SubSeq(log'[i], 1, durableLen'[i])]}
+            /\ verdict'         = [verdict EXCEPT ![i] = Clean]
+            /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
+            /\ damaged'         = damaged \ {i}
+            /\ repairFrom'      = [repairFrom EXCEPT ![i] = {}]
+
+\* production (spec takeRepair): i takes the range prev+1..last of the
+\* answer's log P whose entry prev matches log[i] (or prev = 0), as
+\* HandleAppendEntriesBatch's conflict or append disjunct would; the
+\* answer stays in the bag.  A range already in log[i] is no step.
+TakeRepairRange(i, m, prev, last) ==
+    LET P        == m.mentries
+        ks       == {k \in 1..(last - prev) :
+                        /\ prev + k <= Len(log[i])
+                        /\ log[i][prev + k].term /= P[prev + k].term}
+        conflict == IF ks = {} THEN 0 ELSE Min(ks)
+        present  == Min({last, Len(log[i])}) - prev
+    IN /\ IF prev = 0 THEN TRUE
+          ELSE prev <= Len(log[i]) /\ log[i][prev].term = P[prev].term
+       /\ IF conflict > 0
+          THEN /\ log'        = [log EXCEPT ![i] = SubSeq(@, 1, prev + conflict - 1)]
+               /\ durableLen' = [durableLen EXCEPT ![i] = Min({@, prev + conflict - 1})]
+          ELSE /\ present < last - prev
+               /\ log'        = [log EXCEPT ![i] = @ \o SubSeq(P, prev + present + 1, last)]
+               /\ UNCHANGED durableLen
+       /\ UNCHANGED <<messages, verdict, truncatedAtTerm, damaged, repairVars>>
+       /\ OpenWindow(i)
+
+TakeRepair(i, m) ==
+    \E prev \in 0..(Len(m.mentries) - 1) : \E last \in (prev + 1)..Len(m.mentries) :
+        TakeRepairRange(i, m, prev, last)
+
+\* The TRUNCATED member i takes in peer j's answer (m.mterm <= currentTerm[i]):
+\* if it counts and its log is more up-to-date than i's durable log, i takes
+\* it, durably; then it counts j.  production: the take is a step of its
+\* own (TakeRepair; the answer stays), the count comes once i's durable log
+\* is as up-to-date as the answer's.
+HandleRepairResponse(i, j, m) ==
+    LET take == MoreUpToDate(m.mentries, SubSeq(log[i], 1, durableLen[i]))
+    IN /\ m.mtype = RepairResponse
+       /\ m.mterm <= currentTerm[i]
+       /\ UNCHANGED <<serverVars, candidateVars, leaderVars, commitIndex, learnedCommit,
+                      committed, crashesLeft, corruptionsLeft, batchStart, powerLossesLeft,
+                      wipeVars, persisted, held>>
+       /\ IF ~RepairCounts(i, m)
+          THEN /\ Discard(m)
+               /\ UNCHANGED <<log, durableLen, verdict, truncatedAtTerm, damaged, repairVars,
+                              staleLog, staleDurable>>
+          ELSE IF take /\ IsProduction
+          THEN TakeRepair(i, m)
+          ELSE /\ Discard(m)
+               /\ log'        = [log EXCEPT ![i] = IF take THEN m.mentries ELSE @]
+               /\ durableLen' = [durableLen EXCEPT ![i] = IF take THEN Len(m.mentries) ELSE @]
+               /\ CountRepair(i, j)
+               /\ IF IsProduction THEN OpenWindow(i)
+                  ELSE /\ staleLog' = IF take THEN [staleLog EXCEPT ![i] = <<>>] ELSE staleLog
+                       /\ UNCHANGED staleDurable
+
+-----------------------------------------------------------------------------
+(* Wiped members and the confirmation of a first boot (issue 18,           *)
+(* spec/wipe.go, docs/membership.md): Wipes > 0.                           *)
+
+\* Server i's data directory is emptied and it restarts under its old id:
+\* term 1, no vote, an empty log, as a first boot; its messages to itself
+\* go with it.  The wiped and the TRUNCATED members, i among them, are never
+\* a quorum.  Unconfirmed (wiped-votes: an ordinary member at once).
+Wipe(i) ==
+    /\ wipesLeft > 0
+    /\ Cardinality(wiped \cup {s \in Server : verdict[s] = Truncated} \cup {i}) * 2
+           <= Cardinality(Server)
+    /\ messages' = [m \in {x \in DOMAIN messages : x.msource /= i \/ x.mdest /= i} |->
+                       messages[m]]
+    /\ ResetVolatile(i)
+    /\ repairFrom'      = [repairFrom EXCEPT ![i] = {}]
+    /\ currentTerm'     = [currentTerm EXCEPT ![i] = 1]
+    /\ votedFor'        = [votedFor EXCEPT ![i] = Nil]
+    /\ log'             = [log EXCEPT ![i] = <<>>]
+    /\ staleLog'        = [staleLog EXCEPT ![i] = <<>>]
+    /\ durableLen'      = [durableLen EXCEPT ![i] = 0]
+    /\ learnedCommit'   = [learnedCommit EXCEPT ![i] = 0]
+    /\ staleDurable'    = [staleDurable EXCEPT ![i] = 0]
+    /\ verdict'         = [verdict EXCEPT ![i] = Clean]
+    /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
+    /\ wipesLeft'       = wipesLeft - 1
+    /\ wiped'           = wiped \cup {i}
+    /\ IF Has("wiped-votes")
+       THEN UNCHANGED <<unconfirmed, lost, answered, known>>
+       ELSE /\ unconfirmed' = unconfirmed \cup {i}
+            /\ lost'        = lost \ {i}
+            /\ answered'    = [k \in Server |-> IF k = i THEN {} ELSE answered[k] \ {i}]
+            /\ known'       = [k \in Server |-> IF k = i THEN {} ELSE known[k] \ {i}]
+    /\ UNCHANGED <<elections, committed, crashesLeft, corruptionsLeft, batchStart, damaged,
+                   powerLossesLeft, persisted, held, repairs>>
+
+\* j's answer to unconfirmed i, read at a moment of j's choosing: yes when j
+\* is pristine, unconfirmed itself, or knows this incarnation of i (i
+\* collects it); else no: i is lost.
+AnswerFirstBoot(i, j) ==
+    /\ i /= j
+    /\ i \in unconfirmed
+    /\ j \notin answered[i]
+    /\ IF Pristine(j) \/ j \in unconfirmed \/ i \in known[j]
+       THEN /\ answered' = [answered EXCEPT ![i] = @ \cup {j}]
+            /\ UNCHANGED <<unconfirmed, lost>>
+       ELSE /\ lost'        = lost \cup {i}
+            /\ unconfirmed' = unconfirmed \ {i}
+            /\ answered'    = [answered EXCEPT ![i] = {}]
+    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars, diskVars,
+                   repairVars, wipesLeft, wiped, known, windowVars>>
+
+\* i's first boot is confirmed once every other member said yes
+\* (wipe-confirm-quorum: a quorum of the servers, i not counted).
+ConfirmFirstBoot(i) ==
+    /\ i \in unconfirmed
+    /\ ~(/\ answered[i] /= Server \ {i}
+         /\ ~(Has("wipe-confirm-quorum") /\ Cardinality(answered[i]) * 2 > Cardinality(Server)))
+    /\ unconfirmed' = unconfirmed \ {i}
+    /\ known'       = [known EXCEPT ![i] = answered[i]]
+    /\ answered'    = [answered EXCEPT ![i] = {}]
+    /\ UNCHANGED <<messages, serverVars, candidateVars, leaderVars, logVars, diskVars,
+                   repairVars, wipesLeft, wiped, lost, windowVars>>
 
 -----------------------------------------------------------------------------
 (* Receive: every handler of a message (raft.tla's, and production's).  *)
@@ -1209,6 +1479,11 @@ Receive(m) ==
        \/ /\ IsProduction
           /\ m.mtype = InstallSnapshotRequest
           /\ InstallSnapshot(i, j, m)
+       \* repair (spec/repair.go): a peer's answer, and its take and count.
+       \/ /\ m.mtype = RepairRequest
+          /\ HandleRepairRequest(i, j, m)
+       \/ /\ m.mtype = RepairResponse
+          /\ HandleRepairResponse(i, j, m)
 
 -----------------------------------------------------------------------------
 (* The next-state relation *)
@@ -1222,6 +1497,9 @@ Next ==
        \/ \E i \in Server : Corrupt(i)
        \/ \E i \in Server : Flush(i)
        \/ \E i \in Server : PowerLoss(i)
+       \/ \E i \in Server : Wipe(i)
+       \/ \E i, j \in Server : AnswerFirstBoot(i, j)
+       \/ \E i \in Server : ConfirmFirstBoot(i)
        \/ \E i \in Server : Timeout(i)
        \/ \E i, j \in Server : RequestVote(i, j)
        \/ \E i \in Server : BecomeLeader(i)
@@ -1237,6 +1515,7 @@ Next ==
        \/ \E i, j \in Server : \E k \in 1..commitIndex[i] : SendSnapshot(i, j, k)
        \/ \E i, j \in Server : \E prev \in 0..Len(log[i]) :
               \E n \in 0..(Len(log[i]) - prev) : SendAppendEntries(i, j, prev, n)
+       \/ \E i, j \in Server : RequestRepair(i, j)
        \/ \E m \in DOMAIN messages : Receive(m)
        \/ \E m \in DOMAIN messages : DuplicateMessage(m)
        \/ \E m \in DOMAIN messages : DropMessage(m)
@@ -1246,6 +1525,18 @@ Spec == Init /\ [][Next]_vars
 
 -----------------------------------------------------------------------------
 (* Invariants: spec/invariants.go, same names.                             *)
+
+\* Issue 18: repair's and the wipes' variables.
+TypeOKRepairWipe ==
+    /\ \A i \in Server :
+        /\ repairFrom[i] \subseteq Server \ {i}
+        /\ repairFrom[i] /= {} => verdict[i] = Truncated
+        /\ answered[i] \subseteq Server \ {i}
+        /\ known[i] \subseteq Server \ {i}
+    /\ \A r \in repairs : r.server \in Server
+    /\ wipesLeft \in 0..Wipes
+    /\ wiped \subseteq Server /\ unconfirmed \subseteq Server /\ lost \subseteq Server
+    /\ unconfirmed \cap lost = {}
 
 \* Adapted: the shape of every variable (Go's TypeOK checks the canonical
 \* form of its encoding instead, which TLC does not need).
@@ -1271,6 +1562,7 @@ TypeOK ==
         /\ \A m \in DOMAIN held[i] : m.msource = i /\ held[i][m] \in Nat \ {0}
     /\ crashesLeft \in Nat /\ corruptionsLeft \in Nat /\ powerLossesLeft \in Nat
     /\ damaged \subseteq Server
+    /\ TypeOKRepairWipe
 
 \* At most one leader per term.
 ElectionSafety ==
@@ -1320,6 +1612,7 @@ CommittedIsDurable ==
         LET holders == {s \in Server : HoldsDurably(s, c.index, c.term)}
                            \cup {s \in Server : verdict[s] = Truncated}
                            \cup {s \in damaged : verdict[s] = Ambiguous}
+                           \cup wiped   \* wipes: a wiped member lost its copy, as a TRUNCATED one
         IN IF Membership THEN IsQuorumOf(c.config, holders) ELSE holders \in Quorum
 
 \* durable: a committed entry stays in some durable log, and every leader
@@ -1339,6 +1632,13 @@ SnapshotCommitted ==
         m.mtype = InstallSnapshotRequest =>
             \A k \in 1..Len(m.mentries) :
                 \E c \in committed : c.index = k /\ c.term = m.mentries[k].term
+
+\* repair: a member released by repair from its peers was released with a
+\* durable log that holds every entry committed in a term in which its lost
+\* acknowledgments may have counted (no newer than its corruption's).
+RepairCovers ==
+    \A r \in repairs, c \in committed :
+        c.cterm <= r.term => HasEntry(r.log, c.index, c.term)
 
 \* membership: no two disjoint quorums decide.  Every leader was elected by
 \* a quorum of its configuration's voters of which some voter held, when it

@@ -31,6 +31,8 @@
 (*  | config.bugs "a,b" (Go order) | Bugs = {"a", "b"}                    |*)
 (*  | config.production            | Production (default FALSE)           |*)
 (*  | config.powerLosses           | PowerLosses (default 0)              |*)
+(*  | config.repair                | Repair (default FALSE)               |*)
+(*  | config.wipes                 | Wipes (default 0)                    |*)
 (*  | seq                          | l - 1                                |*)
 (*  | action                       | the operator of the same name        |*)
 (*  | node                         | i (m.mdest for message actions)      |*)
@@ -115,12 +117,14 @@ TraceProduction  == Field(TraceConfig, "production", FALSE)
 \* (as Go's Bug.String writes them); an unknown name fails the CHOOSE.
 TraceBugs ==
     LET written == Field(TraceConfig, "bugs", "")
-        names   == BugNames \o MembershipBugSeq
+        names   == BugNames \o MembershipBugSeq \o RepairBugSeq \o WipeBugSeq
     IN CHOOSE b \in SUBSET {names[k] : k \in DOMAIN names} :
            JoinNames(SelectSeq(names, LAMBDA n : n \in b)) = written
 TraceMembership  == Field(TraceConfig, "membership", FALSE)
 TraceInitVoters  == Field(TraceConfig, "initVoters", 0)
 TracePowerLosses == Field(TraceConfig, "powerLosses", 0)
+TraceRepair      == Field(TraceConfig, "repair", FALSE)
+TraceWipes       == Field(TraceConfig, "wipes", 0)
 
 -----------------------------------------------------------------------------
 
