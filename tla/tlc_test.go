@@ -161,6 +161,10 @@ func parseMCConfig(path string) (mcConfig, error) {
 			c.Config.Corruptions = n
 		case "PowerLosses":
 			c.Config.PowerLosses = n
+		case "Repair":
+			c.Config.Repair = val == "TRUE"
+		case "Wipes":
+			c.Config.Wipes = n
 		case "MaxTerm":
 			c.Config.MaxTerm = n
 		case "MaxLog":
