@@ -69,3 +69,29 @@ func TestWipeConfirmation(t *testing.T) {
 		t.Fatal("-wipes with the production actions accepted")
 	}
 }
+
+// TestWipeConfirmQuorumStory: with -bug wipe-confirm-quorum (a first boot
+// confirmed by a quorum of the others) five servers elect two leaders in
+// one term (testdata/wipe/wipe-confirm-quorum.txt); with the rule the
+// story stops where the wiped s5 would be confirmed without s1's answer.
+func TestWipeConfirmQuorumStory(t *testing.T) {
+	st, err := ParseStory("testdata/wipe/wipe-confirm-quorum.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewModel(st.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := st.Run(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := st.Broken(m, steps); err != nil || d == "" || st.Expect != "ElectionSafety" {
+		t.Fatalf("the story does not break ElectionSafety: %q %v", d, err)
+	}
+	out, detail, err := st.Fixed()
+	if err != nil || out != FixedBlocked || !strings.Contains(detail, `"ConfirmFirstBoot s5"`) {
+		t.Fatalf("with the rule: %v %q %v, want blocked at ConfirmFirstBoot s5", out, detail, err)
+	}
+}

@@ -37,7 +37,8 @@
 (*  | action                       | the operator of the same name        |*)
 (*  | node                         | i (m.mdest for message actions)      |*)
 (*  | peer                         | j of RequestVote, AppendEntries,     |*)
-(*  |                              |   SendAppendEntries, SendSnapshot    |*)
+(*  |                              |   SendAppendEntries, SendSnapshot,   |*)
+(*  |                              |   RequestRepair, AnswerFirstBoot     |*)
 (*  | msg (all fields but mlog)    | m \in DOMAIN messages, mlog ignored  |*)
 (*  | msg.mprefix (runs)           | m.mentries of InstallSnapshotRequest |*)
 (*  |                              |   (SendAppendEntries: the message    |*)
@@ -273,6 +274,11 @@ LoggedStep(i) ==
          [] a = "FlushTo"            ->
                 IF "cut" \in DOMAIN Event THEN FlushToKeeping(i, Event.cut) ELSE FlushTo(i)
          [] a = "StepDown"           -> StepDown(i)
+         \* issue 18: repair from peers (spec/repair.go) and wipes (spec/wipe.go)
+         [] a = "RequestRepair"      -> Event.peer \in Server /\ RequestRepair(i, Event.peer)
+         [] a = "Wipe"               -> Wipe(i)
+         [] a = "AnswerFirstBoot"    -> Event.peer \in Server /\ AnswerFirstBoot(i, Event.peer)
+         [] a = "ConfirmFirstBoot"   -> ConfirmFirstBoot(i)
          [] a \in MessageActions     ->
                 \E m \in DOMAIN messages :
                     /\ m.mdest = i
