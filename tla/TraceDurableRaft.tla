@@ -43,12 +43,19 @@
 (*  | msg.mprefix (runs)           | m.mentries of InstallSnapshotRequest |*)
 (*  |                              |   (SendAppendEntries: the message    |*)
 (*  |                              |   sent, which fixes prev and n)      |*)
+(*  |                              |   and of RepairResponse              |*)
+(*  | msg.mlastLogTerm, Index      | a RepairResponse logged by its tip   |*)
+(*  |   (RepairResponse, impl/)    |   (no mprefix): any answer m of the  |*)
+(*  |                              |   bag with LastTerm(m.mentries),     |*)
+(*  |                              |   Len(m.mentries) equal to them      |*)
 (*  | branch                       | the HandleAppendEntriesRequest or    |*)
 (*  |                              |   HandleAppendEntriesBatch           |*)
 (*  |                              |   disjunct (reject, return-to-       |*)
 (*  |                              |   follower, already-done, conflict,  |*)
 (*  |                              |   append, durable-prefix); any when  |*)
 (*  |                              |   absent                             |*)
+(*  |                              |   (HandleRepairResponse, production: |*)
+(*  |                              |   conflict or append is a take)      |*)
 (*  | value                        | v of ClientRequest(i, v)             |*)
 (*  | cut                          | k of CrashTo / CorruptTo (the image  |*)
 (*  |                              |   and learnedCommit: any that fit),  |*)
@@ -160,15 +167,33 @@ SpecMessage(t) ==
     CASE t.mtype = InstallSnapshotRequest ->
             [mtype |-> t.mtype, mterm |-> t.mterm, mentries |-> RunEntries(t.mprefix),
              mleaderCommit |-> t.mleaderCommit, msource |-> t.msource, mdest |-> t.mdest]
+      [] t.mtype = RepairResponse ->   \* repair: the peer's durable log as runs
+            [mtype |-> t.mtype, mterm |-> t.mterm, mentries |-> RunEntries(t.mprefix),
+             msource |-> t.msource, mdest |-> t.mdest]
       [] t.mtype = RequestVoteResponse ->
             [mtype |-> t.mtype, mterm |-> t.mterm, mvoteGranted |-> t.mvoteGranted,
              msource |-> t.msource, mdest |-> t.mdest,
              mambiguous |-> Field(t, "mambiguous", FALSE)]
       [] OTHER -> t
 
-\* Message m of the bag is the one the line logs: equal but for mlog.
+\* repair: an impl trace logs a repair answer by its tip (mlastLogTerm,
+\* mlastLogIndex >= 1, no mprefix): its requester is told only the tip and
+\* a range (spec/tracerepair.go).
+RepairTipOnly(t) ==
+    t.mtype = RepairResponse /\ "mprefix" \notin DOMAIN t /\ Field(t, "mlastLogIndex", 0) > 0
+
+\* Message m of the bag is the one the line logs: equal but for mlog (a
+\* repair answer logged by its tip: every answer of that type, term,
+\* source, destination and tip).
 IsLoggedMessage(m) ==
-    [f \in DOMAIN m \ {"mlog"} |-> m[f]] = SpecMessage(Event.msg)
+    IF RepairTipOnly(Event.msg)
+    THEN /\ m.mtype = RepairResponse
+         /\ m.mterm = Event.msg.mterm
+         /\ m.msource = Event.msg.msource
+         /\ m.mdest = Event.msg.mdest
+         /\ Len(m.mentries) = Event.msg.mlastLogIndex
+         /\ LastTerm(m.mentries) = Event.msg.mlastLogTerm
+    ELSE [f \in DOMAIN m \ {"mlog"} |-> m[f]] = SpecMessage(Event.msg)
 
 \* The post-state of node i agrees with every field the line logs.
 LoggedStateMatches(i) ==
@@ -193,7 +218,8 @@ MessageActions ==
     {"UpdateTerm", "HandleRequestVoteRequest", "HandleRequestVoteResponse",
      "HandleAppendEntriesRequest", "HandleAppendEntriesResponse",
      "DropStaleResponse", "DuplicateMessage", "DropMessage",
-     "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax", "InstallSnapshot"}
+     "HandleAppendEntriesBatch", "HandleAppendEntriesResponseMax", "InstallSnapshot",
+     "HandleRepairRequest", "HandleRepairResponse"}
 
 \* The handler the line names, applied to bag message m.
 MessageStep(a, m) ==
@@ -226,6 +252,16 @@ MessageStep(a, m) ==
                 /\ m.mtype \in {RequestVoteResponse, AppendEntriesResponse}
                 /\ DropStaleResponse(i, j, m)
          [] a = "InstallSnapshot" -> InstallSnapshot(i, j, m)
+         [] a = "HandleRepairRequest" -> HandleRepairRequest(i, j, m)
+         \* production: a logged branch is a take (the answer stays), conflict
+         \* (the log cut) or append (the log extended); none is any step.
+         [] a = "HandleRepairResponse" ->
+                /\ HandleRepairResponse(i, j, m)
+                /\ "branch" \in DOMAIN Event =>
+                       /\ messages' = messages
+                       /\ CASE Event.branch = "conflict" -> Len(log'[i]) < Len(log[i])
+                            [] Event.branch = "append"   -> Len(log'[i]) > Len(log[i])
+                            [] OTHER                     -> FALSE
          [] a = "DuplicateMessage" -> DuplicateMessage(m)
          [] a = "DropMessage" -> DropMessage(m)
 

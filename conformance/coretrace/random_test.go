@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/durableraft/durableraft/impl/raft/rafttest"
@@ -45,7 +46,8 @@ var writeTraces = flag.Bool("write-impl-traces", false, "rewrite tla/traces/impl
 // The impl traces kept for TLC's trace validation (tla/tlc.sh trace): a few
 // scenarios and short randomized runs, and mutations of them that both
 // checkers must reject.
-var keptScenarios = []string{"bug661", "truncated_voter", "boot_policy", "conflict_batching", "wal_failure"}
+var keptScenarios = []string{"bug661", "truncated_voter", "boot_policy", "conflict_batching", "wal_failure",
+	"membership", "repair/four_nodes_two_truncated", "repair/three_nodes_one_peer"}
 
 const keptSeeds = 3
 
@@ -57,7 +59,7 @@ func keptTraces(t *testing.T) map[string][]trace.Event {
 	out := map[string][]trace.Event{}
 	for _, name := range keptScenarios {
 		res := runScript(t, filepath.Join(scriptDir, name+".txt"), 0)
-		out["scenario-"+name] = res.Cluster.Events
+		out["scenario-"+strings.ReplaceAll(name, "/", "-")] = res.Cluster.Events
 	}
 	for seed := uint64(1); seed <= keptSeeds; seed++ {
 		o := rafttest.DefaultRandom(seed)
@@ -161,6 +163,42 @@ func TestImplTracesKept(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+		}
+		if name == keptRepairMutated {
+			keptRepairMutations(t, dir, name, b)
+		}
+	}
+}
+
+// keptRepairMutated is the kept trace whose repair mutations (repair_test.go)
+// are kept in mutated/ too, for TLC to reject.
+const keptRepairMutated = "scenario-repair-four_nodes_two_truncated"
+
+// keptRepairMutations checks that spec.CheckTraceReader rejects each repair
+// mutation of the kept trace b, and with -write-impl-traces writes them.
+func keptRepairMutations(t *testing.T, dir, name string, b []byte) {
+	t.Helper()
+	for _, mu := range repairMutations {
+		es, err := trace.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mu.mutate(es) < 0 {
+			t.Errorf("%s: nothing to mutate (%s)", name, mu.what)
+			continue
+		}
+		mb := encodeEvents(t, es)
+		if _, err := spec.CheckTraceReader(bytes.NewReader(mb)); err == nil {
+			t.Errorf("%s with %s: accepted", name, mu.name)
+		}
+		path := filepath.Join(dir, "mutated", name+"-"+mu.name+".ndjson")
+		if *writeTraces {
+			if err := os.WriteFile(path, mb, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if kept, err := os.ReadFile(path); err != nil || !bytes.Equal(kept, mb) {
+			t.Errorf("%s differs from what the core writes now (run with -write-impl-traces): %v", path, err)
 		}
 	}
 }
