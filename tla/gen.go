@@ -381,6 +381,14 @@ func Generate() ([]TraceFile, error) {
 		}
 	}
 
+	// The repair of a TRUNCATED member from its peers (issue 18): the
+	// witnesses of its reachability properties, atomic and (the production
+	// profile, spec.TestRepairProductionHolds's sub-model) split into takes
+	// and counts, and the counterexample of repair-ignores-term.
+	if err := addRepair(add); err != nil {
+		return nil, err
+	}
+
 	// A TRUNCATED member granting a vote: legal only with the bug on.
 	mv, err := spec.NewModel(spec.Config{Profile: spec.ProfileDurable, Servers: 2, Values: 1,
 		MaxTerm: 3, MaxLog: 1, MaxDup: 1, MaxMsgs: 1, Crashes: 0, Corruptions: 1, Bugs: spec.BugTruncatedMemberVotes})
@@ -451,6 +459,8 @@ func Generate() ([]TraceFile, error) {
 			"a crash brings back truncated entries: legal only under bug truncation-not-synced"},
 		{"mark-lost.ndjson", "cex-mark-after-cut-CommittedIsDurable.ndjson", WithoutBugs,
 			"a crash right after a corruption boots the cut log CLEAN: legal only under bug mark-after-cut"},
+		{"repair-in-corruption-term.ndjson", "cex-repair-ignores-term-RepairCovers.ndjson", WithoutBugs,
+			"a TRUNCATED member asks for repair in its corruption's own term: legal only under bug repair-ignores-term"},
 	}
 	for _, story := range stories {
 		mutations = append(mutations, struct {
@@ -498,6 +508,50 @@ func Generate() ([]TraceFile, error) {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out, nil
+}
+
+// addRepair adds the repair traces of Generate.
+func addRepair(add func(name string, m *spec.Model, steps []spec.Step, why string) error) error {
+	atomic := spec.Config{Profile: spec.ProfileDurable, Servers: 2, Values: 1,
+		MaxTerm: 3, MaxLog: 1, MaxDup: 1, MaxMsgs: 1, Corruptions: 1, Repair: true}
+	prod := atomic
+	prod.Production = true
+	without, err := spec.ParseActions("SendSnapshot,DropMessage,DuplicateMessage,StepDown,Crash")
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		cfg     spec.Config
+		without spec.ActionSet
+		profile string
+	}{{atomic, spec.ActionSet{}, "durable"}, {prod, without, "production"}} {
+		m, err := spec.NewModel(c.cfg)
+		if err != nil {
+			return err
+		}
+		res, err := spec.Explore(m, spec.Options{Workers: 1, Without: c.without})
+		if err != nil {
+			return err
+		}
+		if res.Violation != nil {
+			return fmt.Errorf("%v: %s violated", c.cfg, res.Violation.Invariant)
+		}
+		for _, r := range res.Reached {
+			if w := r.Witness(); r.Found && len(w) >= 2 && strings.Contains(r.Name, "Repair") {
+				name := fmt.Sprintf("witness-repair-%s-%s.ndjson", c.profile, r.Name)
+				if err := add(name, m, w, "reaches "+r.Name+" ("+c.cfg.String()+")"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	cfg := atomic
+	cfg.Bugs = spec.BugRepairIgnoresTerm
+	m, steps, err := Counterexample(cfg, "RepairCovers")
+	if err != nil {
+		return err
+	}
+	return add("cex-repair-ignores-term-RepairCovers.ndjson", m, steps, "bug repair-ignores-term violates RepairCovers")
 }
 
 // WriteTraces replaces the .ndjson files of dir and dir/mutated with files

@@ -139,16 +139,20 @@ test)
 	first() { ls "$here"/traces/"$1"*.ndjson | head -1; }
 	traces accept "$here"/traces/cex-self-counts-appended-CommittedIsDurable.ndjson \
 		"$(first walk-durable-)" "$(first walk-production-)" "$(first walk-raft-)" "$(first named-)" \
-		"$(first impl/scenario-)" "$(first impl/sim-snapshots-)" "$(first v1/walk-production-)"
-	traces reject "$here"/traces/mutated/*.ndjson "$(first v1/mutated/wrong-term)"
+		"$(first impl/scenario-)" "$(first impl/sim-snapshots-)" "$(first v1/walk-production-)" \
+		"$(first impl/scenario-membership)" "$(first impl/repair/scenario-)" "$(first witness-repair-production-)"
+	traces reject "$here"/traces/mutated/*.ndjson "$(first v1/mutated/wrong-term)" \
+		"$(first impl/repair/mutated/scenario-three_nodes_one_peer-released-early)"
 	summary
 	;;
 all)
 	for cfg in $(configs yes no); do mc "$cfg"; done
 	# and the failure stories spec/ keeps (scripts/bugs.sh writes them)
-	traces accept "$here"/traces/*.ndjson "$here"/traces/impl/*.ndjson "$here"/traces/v1/*.ndjson \
+	traces accept "$here"/traces/*.ndjson "$here"/traces/impl/*.ndjson "$here"/traces/impl/repair/*.ndjson \
+		"$here"/traces/v1/*.ndjson \
 		"$here"/traces/v1/impl/*.ndjson $(ls "$here"/../spec/testdata/counterexamples/*.ndjson 2>/dev/null)
 	traces reject "$here"/traces/mutated/*.ndjson "$here"/traces/impl/mutated/*.ndjson \
+		"$here"/traces/impl/repair/mutated/*.ndjson \
 		"$here"/traces/v1/mutated/*.ndjson "$here"/traces/v1/impl/mutated/*.ndjson
 	summary
 	;;
