@@ -50,7 +50,7 @@ type Node struct {
 	leaderSilentTicks  int // ticks since a leader of the current term was heard
 
 	// Leader.
-	bcastPending     bool // proposals to send in the next Ready
+	bcastPending     bool // proposals to send in the next Ready; only with unstable entries of a leader (checkInvariants)
 	uncommittedBytes uint64
 	readRound        uint64
 	pendingReads     []pendingRead // waiting for a quorum to echo their round
@@ -532,7 +532,7 @@ func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 func (n *Node) HasReady() bool {
 	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
-		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged ||
+		len(n.readStates) > 0 || len(n.alerts) > 0 || n.snaps.installing != nil || n.confChanged ||
 		n.fb.changed
 }
 
@@ -647,6 +647,11 @@ func (n *Node) checkInvariants() {
 		failf("hard state %+v", n.hs)
 	}
 	n.checkConfInvariants()
+	// A pending broadcast is of entries the leader appended since the last
+	// Ready, so HasReady need not ask for it: the unstable entries do.
+	if !(!n.bcastPending || n.role != RoleLeader || len(n.log.unstable) > 0) {
+		failf("broadcast pending with no unstable entry")
+	}
 	if !(n.role != RoleLeader || n.lead == n.id) {
 		failf("leader with lead %d", n.lead)
 	}
