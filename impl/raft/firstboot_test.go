@@ -18,7 +18,8 @@ type fbCluster struct {
 	records map[raft.NodeID]*raft.FirstBoot // what each driver made durable
 	votes   map[raft.NodeID]int             // granted MsgVoteResp sent, per node
 	down    map[raft.NodeID]bool
-	mute    map[raft.NodeID]bool // its MsgFirstBoot are lost
+	mute    map[raft.NodeID]bool   // its MsgFirstBoot are lost
+	asks    map[[2]raft.NodeID]int // MsgFirstBoot sent, per (from, to)
 	bugs    raft.Bug
 	// hardStates: each driver's last hard state; force: boot with
 	// ForceNewCluster.
@@ -28,7 +29,7 @@ type fbCluster struct {
 
 func newFBCluster(t *testing.T, ids ...raft.NodeID) *fbCluster {
 	c := &fbCluster{t: t, nodes: map[raft.NodeID]*raft.Node{}, stores: map[raft.NodeID]*raft.MemoryStorage{}, records: map[raft.NodeID]*raft.FirstBoot{},
-		votes: map[raft.NodeID]int{}, down: map[raft.NodeID]bool{}, mute: map[raft.NodeID]bool{}}
+		votes: map[raft.NodeID]int{}, down: map[raft.NodeID]bool{}, mute: map[raft.NodeID]bool{}, asks: map[[2]raft.NodeID]int{}}
 	for _, id := range ids {
 		c.boot(id, ids, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: uint64(id) * 1000, State: raft.FirstBootUnconfirmed})
 	}
@@ -97,8 +98,11 @@ func (c *fbCluster) deliver() {
 				if m.Type == raft.MsgVoteResp && m.Granted {
 					c.votes[id]++
 				}
-				if m.Type == raft.MsgFirstBoot && c.mute[id] {
-					continue
+				if m.Type == raft.MsgFirstBoot {
+					c.asks[[2]raft.NodeID{id, m.To}]++
+					if c.mute[id] {
+						continue
+					}
 				}
 				if to := c.nodes[m.To]; to != nil && !c.down[m.To] {
 					_ = to.Step(m)
@@ -135,11 +139,18 @@ func TestFirstBootConfirmed(t *testing.T) {
 }
 
 // TestFirstBootWaitsForEveryVoter: one voter down, the others stay
-// unconfirmed: they neither campaign nor grant votes.
+// unconfirmed: they neither campaign nor grant votes, and ask it again
+// once every ElectionTick ticks (not on every tick).
 func TestFirstBootWaitsForEveryVoter(t *testing.T) {
 	c := newFBCluster(t, 1, 2, 3)
 	c.down[3] = true
 	c.run(200)
+	for _, id := range []raft.NodeID{1, 2} {
+		// At boot, then every 10 ticks of 200.
+		if got := c.asks[[2]raft.NodeID{id, 3}]; got != 1+200/10 {
+			t.Fatalf("node %d asked the silent voter %d times in 200 ticks, want %d (at boot, then once an election timeout)", id, got, 1+200/10)
+		}
+	}
 	for _, id := range []raft.NodeID{1, 2} {
 		s := c.nodes[id].Status()
 		if s.FirstBoot.State != raft.FirstBootUnconfirmed || s.Role != raft.RoleFollower || c.votes[id] != 0 {
