@@ -262,10 +262,8 @@ func (n *Node) maybeCommit() {
 		return
 	}
 	for i := n.log.committed + 1; i <= q; i++ {
-		if n.uncommittedBytes > 0 {
-			// Only this leader's own entries count; the no-op is empty.
-			n.uncommittedBytes -= min(n.uncommittedBytes, n.entryBytes(i))
-		}
+		// Only this leader's own entries count; the no-op is empty.
+		n.uncommittedBytes -= min(n.uncommittedBytes, n.entryBytes(i))
 	}
 	firstOfTerm := n.log.mustTerm(n.log.committed) != n.hs.Term
 	n.log.committed = q
