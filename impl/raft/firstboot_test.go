@@ -211,6 +211,22 @@ func TestFirstBootWiped(t *testing.T) {
 	}
 }
 
+// TestFirstBootWipedByTheOnlyOtherVoter: in a cluster of two, the one
+// other voter's no is every answer there is: the member is lost, never
+// confirmed by having heard from everyone.
+func TestFirstBootWipedByTheOnlyOtherVoter(t *testing.T) {
+	c := newFBCluster(t, 1, 2)
+	c.run(100)
+	if c.leader() == raft.None {
+		t.Fatal("no leader")
+	}
+	c.boot(1, []raft.NodeID{1, 2}, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: 4242, State: raft.FirstBootUnconfirmed})
+	c.run(30)
+	if r, s := c.records[1], c.nodes[1].Status(); r.State != raft.FirstBootLost || r.LostTo != 2 || !s.HardStateLost {
+		t.Fatalf("wiped member of two: record %+v, status %+v", r, s)
+	}
+}
+
 // wipedVotes runs the wipe with the bug switches and returns the votes the
 // wiped member grants once the leader is gone.
 func wipedVotes(t *testing.T, bugs raft.Bug) int {
@@ -312,6 +328,21 @@ func TestForceNewCluster(t *testing.T) {
 	c.run(5)
 	if got := n.Status().Commit; got < idx+3 {
 		t.Fatalf("a new write did not commit alone: commit %d", got)
+	}
+}
+
+// TestForceNewClusterRefusedOnLostHardState: a member whose hard state is
+// lost (here: told it was wiped) may have voted in terms it no longer
+// knows; forcing a new cluster on it is refused with ErrHardStateLost.
+func TestForceNewClusterRefusedOnLostHardState(t *testing.T) {
+	lost := &raft.FirstBoot{Incarnation: 9, State: raft.FirstBootLost, LostTo: 2}
+	cfg := raft.Config{ID: 1, Voters: []raft.NodeID{1, 2, 3}, ElectionTick: 10, HeartbeatTick: 1, Storage: raft.NewMemoryStorage(), Rand: rand.New(rand.NewPCG(1, 7))}
+	_, err := raft.NewNode(cfg, raft.Boot{Verdict: raft.VerdictClean, FirstBoot: lost, ForceNewCluster: true})
+	if !errors.Is(err, raft.ErrHardStateLost) {
+		t.Fatalf("force new cluster on a wiped member: %v, want ErrHardStateLost", err)
+	}
+	if _, err := raft.NewNode(cfg, raft.Boot{Verdict: raft.VerdictClean, FirstBoot: lost}); err != nil {
+		t.Fatalf("the same member booted without forcing: %v", err)
 	}
 }
 

@@ -53,8 +53,8 @@ type Node struct {
 	bcastPending     bool // proposals to send in the next Ready; only with unstable entries of a leader (checkInvariants)
 	uncommittedBytes uint64
 	readRound        uint64
-	pendingReads     []pendingRead // waiting for a quorum to echo their round
-	waitingReads     []pendingRead // waiting for the first commit of the term
+	pendingReads     []pendingRead // waiting for a quorum to echo their round; a leader's only
+	waitingReads     []pendingRead // waiting for the first commit of the term; a leader's only
 	transferee       NodeID
 	transferElapsed  int
 
@@ -407,8 +407,7 @@ func (n *Node) fail(reason string) {
 		n.stepDown()
 	}
 	n.role, n.lead = RoleFollower, None
-	n.dropPendingAcks()
-	n.pendingReads, n.waitingReads = nil, nil
+	n.dropPendingAcks() // (read rounds are a leader's: stepDown dropped them)
 	n.msgsAfter = nil
 	n.alertElapsed = 0
 	n.alertCondition(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
@@ -651,6 +650,9 @@ func (n *Node) checkInvariants() {
 	// Ready, so HasReady need not ask for it: the unstable entries do.
 	if !(!n.bcastPending || n.role != RoleLeader || len(n.log.unstable) > 0) {
 		failf("broadcast pending with no unstable entry")
+	}
+	if !(n.role == RoleLeader || (len(n.pendingReads) == 0 && len(n.waitingReads) == 0)) {
+		failf("%d read rounds pending as %v", len(n.pendingReads)+len(n.waitingReads), n.role)
 	}
 	if !(n.role != RoleLeader || n.lead == n.id) {
 		failf("leader with lead %d", n.lead)
