@@ -50,10 +50,20 @@ SubNext ==
        \/ \E i \in Server : Allowed("AdvanceCommitIndex", i) /\ AdvanceCommitIndex(i)
        \/ \E i, j \in Server : Allowed("AppendEntries", i) /\ AppendEntries(i, j)
        \/ \E i, j \in Server : Allowed("RequestRepair", i) /\ RequestRepair(i, j)
+       \* the production actions (issue 18: the production repair's sub-model)
+       \/ \E i \in Server : Allowed("FlushTo", i) /\ FlushTo(i)
+       \/ \E i \in Server : Allowed("StepDown", i) /\ StepDown(i)
+       \/ \E i \in Server : Allowed("Persist", i) /\ Persist(i)
+       \/ \E i \in Server : Allowed("CrashFromSnapshot", i) /\ CrashFromSnapshot(i)
+       \/ \E i \in Server : Allowed("CorruptFromSnapshot", i) /\ CorruptFromSnapshot(i)
+       \/ \E i, j \in Server : Allowed("SendSnapshot", i) /\
+              \E k \in 1..commitIndex[i] : SendSnapshot(i, j, k)
+       \/ \E i, j \in Server : Allowed("SendAppendEntries", i) /\
+              \E prev \in 0..Len(log[i]) :
+                  \E n \in 0..(Len(log[i]) - prev) : SendAppendEntries(i, j, prev, n)
        \/ \E m \in DOMAIN messages : Receive(m)
        \/ \E m \in DOMAIN messages : Allowed("DuplicateMessage", m.mdest) /\ DuplicateMessage(m)
        \/ \E m \in DOMAIN messages : Allowed("DropMessage", m.mdest) /\ DropMessage(m)
-    /\ ~IsProduction    \* the production actions have no sub-model here
     /\ RecordLogs
 
 SubSpec == Init /\ [][SubNext]_vars
