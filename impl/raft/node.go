@@ -654,6 +654,12 @@ func (n *Node) checkInvariants() {
 	if !(n.role == RoleLeader || (len(n.pendingReads) == 0 && len(n.waitingReads) == 0)) {
 		failf("%d read rounds pending as %v", len(n.pendingReads)+len(n.waitingReads), n.role)
 	}
+	if !(n.transferee == None || (n.role == RoleLeader && n.isVoter(n.transferee))) {
+		failf("transfer to %d as %v", n.transferee, n.role)
+	}
+	if !((n.role == RoleLeader) == n.trk.Leading()) {
+		failf("progress kept %v as %v", n.trk.Leading(), n.role)
+	}
 	if !(n.role != RoleLeader || n.lead == n.id) {
 		failf("leader with lead %d", n.lead)
 	}
