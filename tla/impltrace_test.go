@@ -57,7 +57,6 @@ func TestTLCValidatesImplTraces(t *testing.T) {
 	for _, c := range []implTrace{
 		{"four_nodes_two_truncated", scriptTrace("repair/four_nodes_two_truncated.txt"),
 			[]string{"RequestRepair", "HandleRepairRequest", "HandleRepairResponse", "Corrupt"}},
-		{"config_one_at_a_time", scriptTrace("config_one_at_a_time.txt"), []string{"ChangeConfig"}},
 		{"membership_truncation", scriptTrace("membership_truncation.txt"), []string{"ChangeConfig", "HandleAppendEntriesBatch"}},
 		{"repair-random-seed-3", randomTrace(rafttest.RepairRandom(3), 400), []string{"RequestRepair", "HandleRepairResponse"}},
 		{"membership-random-seed-1", randomTrace(rafttest.MembershipRandom(1), 300), []string{"ChangeConfig"}},
