@@ -50,6 +50,8 @@ CONSTANTS
     Bugs        = {}
     Crashes     = 0
     Corruptions = 0
+    Repair      = FALSE
+    Wipes       = 0
     Production  = FALSE
     Membership  = FALSE
     InitVoters  = 0
