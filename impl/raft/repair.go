@@ -145,7 +145,7 @@ func (n *Node) handleRepair(m Message) {
 	resp := Message{Type: MsgRepairResp, To: m.From, Term: n.hs.Term, LastLogTerm: dt, LastLogIndex: di}
 	if !(tip{m.LastLogTerm, m.LastLogIndex}).atLeast(tip{dt, di}) {
 		if probe := min(m.PrevLogIndex, di); probe+1 < n.log.first {
-			n.repairSnapshot(m.From) // the entries after the probe are compacted
+			n.repairSnapshot(&m) // the entries after the probe are compacted
 			return
 		}
 		n.repairEntries(&resp, min(m.PrevLogIndex, di))
@@ -156,19 +156,24 @@ func (n *Node) handleRepair(m Message) {
 	n.send(resp)
 }
 
-// repairSnapshot offers the requester this node's snapshot (a MsgSnap the
-// driver streams, as a leader's; spec: the answer's log is the same
-// abstract log, its prefix committed). The requester installs it without
-// taking the sender for its leader, and asks for the entries after it.
-func (n *Node) repairSnapshot(to NodeID) {
-	s := n.snaps.snap
+// repairSnapshot answers req with this node's snapshot (a MsgSnap the
+// driver streams, as a leader's): spec SendRepairSnapshot (repairsnap.go),
+// the peer's log up to the snapshot's index, which its commit index
+// covers. The requester installs it without taking the sender for its
+// leader (spec InstallSnapshot), and asks for the entries after it.
+func (n *Node) repairSnapshot(req *Message) {
+	s, to := n.snaps.snap, req.From
 	if s.Index == 0 || s.Index+1 < n.log.first || s.Index > n.log.committed {
 		n.alert(AlertStorage, "member %d needs a repair from below my compaction point %d, and no snapshot covers it (snapshot %d)", to, n.log.first-1, s.Index)
 		return
 	}
 	conf := Entry{Index: s.Index, Term: s.Term, Data: EncodeMembership(membershipOf(n.confs.at(s.Index)))}
-	n.send(Message{Type: MsgSnap, To: to, Term: n.hs.Term, PrevLogIndex: s.Index, PrevLogTerm: s.Term, LeaderCommit: n.log.committed,
-		Entries: []Entry{conf}})
+	m := Message{Type: MsgSnap, From: n.id, To: to, Term: n.hs.Term, PrevLogIndex: s.Index, PrevLogTerm: s.Term, LeaderCommit: n.log.committed,
+		Entries: []Entry{conf}}
+	if n.tr != nil {
+		n.tr.repairSnapshot(req, s.Index)
+	}
+	n.send(m)
 }
 
 // repairSnapshotFrom reports whether a MsgSnap is a repair's: the node
@@ -312,7 +317,10 @@ func (n *Node) stepRepairSnapshot(m *Message, prefix []trace.Entry) bool {
 		n.updateTerm(m, None)
 	}
 	index, term := m.PrevLogIndex, m.PrevLogTerm
-	if index <= n.log.committed || n.log.matchTerm(index, term) {
+	if m.Term < n.hs.Term || n.role == RoleCandidate || index <= n.log.committed || n.log.matchTerm(index, term) {
+		// An answer of an older term, or to a candidate, is no step (spec
+		// InstallSnapshot: a follower of the message's term); one the log
+		// covers changes nothing.
 		return false
 	}
 	n.installSnapshot(m, prefix)
