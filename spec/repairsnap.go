@@ -9,8 +9,8 @@ package spec
 // following the sender, then asks again for the entries after it. In the
 // spec the answer is an InstallSnapshotRequest as a leader's SendSnapshot
 // builds it (the peer's log up to k, its commit index), k any index the
-// peer's commit index covers, sent as the answer to the request; the
-// member's install is InstallSnapshot itself (snapshot.go:
+// peer's commit index covers, posted as the answer to the request
+// (Reply); the member's install is InstallSnapshot itself (snapshot.go:
 // the log becomes the prefix, durable and committed), whose guard does not
 // ask who sent it. It counts nothing: the member asks again (RequestRepair,
 // enabled while the peer is not counted) and the entries answer that
@@ -20,19 +20,18 @@ package spec
 //	    /\ m.mtype = RepairRequest /\ m.mterm <= currentTerm[i]
 //	    /\ verdict[i] = Clean
 //	    /\ k \in 1..commitIndex[i]
-//	    /\ messages' = (messages (-) m) (+) [mtype         |-> InstallSnapshotRequest,
-//	                                         mterm         |-> currentTerm[i],
-//	                                         mentries      |-> SubSeq(log[i], 1, k),
-//	                                         mleaderCommit |-> commitIndex[i],
-//	                                         msource       |-> i,
-//	                                         mdest         |-> j]
+//	    /\ Reply([mtype         |-> InstallSnapshotRequest,
+//	              mterm         |-> currentTerm[i],
+//	              mentries      |-> SubSeq(log[i], 1, k),
+//	              mleaderCommit |-> commitIndex[i],
+//	              msource       |-> i,
+//	              mdest         |-> j], m)
 //	    /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, repairFrom>>
 //
-// The snapshot leaves at once, as a leader's SendSnapshot (Send, not the
-// window's Post): the core's MsgSnap is in Ready.Messages, which the
-// driver streams without waiting for the hard state a request of a newer
-// term made dirty. Its entries are committed and its term raises no vote;
-// the explorer holds every invariant so (TestRepairSnapshotHolds).
+// The answer is posted as the entries answer is (held in i's persistence
+// window, which the request's term opened): its term must be durable
+// before it leaves, as the driver's contract says of every message (the
+// simulator's PersistBeforeSend caught a core that sent it at once).
 //
 // Why it is safe: the prefix is committed (k <= commitIndex[i]), so every
 // future leader holds it, and SnapshotCommitted judges the message as it
@@ -52,8 +51,7 @@ func (m *Machine[T, L, V]) SendRepairSnapshot(s *StateOf[T, L, V], i, j ServerID
 	}
 	for k := 1; k <= int(s.CommitIndex[i]); k++ {
 		n := *s
-		n.Discard(msg)
-		n.Send(m.snapshotMessage(s, i, j, k)) // not held in the window: see above
+		m.reply(&n, m.snapshotMessage(s, i, j, k), msg) // posted: held in an open window
 		emit(n, LabelOf[T, L]{Action: ActSendRepairSnapshot, I: i, J: j, Msg: msg, Cut: T(k)})
 	}
 }

@@ -30,8 +30,8 @@ type snapHarness struct {
 	down    map[raft.NodeID]bool
 	queue   []raft.Message
 	events  []trace.Event
-	// repairSnaps counts the MsgSnap a node sent while it was no leader
-	// (a repair's answer); installs the installs.
+	// repairSnaps counts the MsgSnap sent as a repair's answer (they leave
+	// after the hard state is persisted); installs the installs.
 	repairSnaps, installs int
 }
 
@@ -125,8 +125,8 @@ func (h *snapHarness) process(id raft.NodeID, rd raft.Ready) {
 		}
 		h.applied[id] = append(h.applied[id], fmt.Sprintf("%d/%s", e.Term, e.Data))
 	}
-	for _, m := range rd.Messages {
-		if m.Type == raft.MsgSnap && rd.Role != raft.RoleLeader {
+	for _, m := range rd.MessagesAfterPersist {
+		if m.Type == raft.MsgSnap { // a leader's leaves with Messages
 			h.repairSnaps++
 		}
 	}

@@ -64,10 +64,14 @@ func (n *Node) resetRepair() {
 
 // repairing reports whether the node repairs itself from its peers now: a
 // TRUNCATED voter, nothing else wrong with it, no leader heard for
-// CatchUpTicks.
+// CatchUpTicks. The leader it last followed may still be named (lead): a
+// TRUNCATED member never campaigns, so nothing else forgets a leader that
+// went silent without a newer term (sim seed 154: two TRUNCATED of four
+// naming the old leader, itself a pre-candidate that can win no pre-vote,
+// wedged the cluster); tickRepair forgets it.
 func (n *Node) repairing() bool {
 	return n.cfg.PeerRepair && n.hs.TruncatedAtTerm != 0 && !n.walFailed && !n.hardStateLost && !n.stateFenced &&
-		n.role != RoleLeader && n.lead == None && n.leaderSilentTicks >= n.cfg.CatchUpTicks && n.isVoter(n.id)
+		n.role != RoleLeader && n.leaderSilentTicks >= n.cfg.CatchUpTicks && n.isVoter(n.id)
 }
 
 // tickRepair asks the peers not counted yet, every ElectionTick ticks while
@@ -88,6 +92,7 @@ func (n *Node) tickRepair() {
 	if n.repair.counted == nil {
 		n.repair = repairState{counted: map[NodeID]bool{}, await: map[NodeID]repairAwait{}}
 	}
+	n.lead = None // silent for CatchUpTicks: a follower of no leader (no spec variable)
 	n.repair.elapsed = 0
 	for _, v := range n.trk.Config.Voters {
 		if id := NodeID(v); id != n.id && !n.repair.counted[id] {
@@ -157,7 +162,8 @@ func (n *Node) handleRepair(m Message) {
 }
 
 // repairSnapshot answers req with this node's snapshot (a MsgSnap the
-// driver streams, as a leader's): spec SendRepairSnapshot (repairsnap.go),
+// driver streams, as a leader's, in MessagesAfterPersist): spec
+// SendRepairSnapshot (repairsnap.go),
 // the peer's log up to the snapshot's index, which its commit index
 // covers. The requester installs it without taking the sender for its
 // leader (spec InstallSnapshot), and asks for the entries after it.
@@ -173,7 +179,11 @@ func (n *Node) repairSnapshot(req *Message) {
 	if n.tr != nil {
 		n.tr.repairSnapshot(req, s.Index)
 	}
-	n.send(m)
+	// As the entries answer, after the hard state is persisted: a request
+	// of a newer term raised this node's term (spec Reply posts it in the
+	// window; the driver streams a MsgSnap of MessagesAfterPersist as one
+	// of Messages once it may leave).
+	n.msgsAfter = append(n.msgsAfter, m)
 }
 
 // repairSnapshotFrom reports whether a MsgSnap is a repair's: the node

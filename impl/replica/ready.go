@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
@@ -195,6 +196,22 @@ func (r *Replica) send(ms []Message) {
 	if len(ms) == 0 {
 		return
 	}
+	if slices.ContainsFunc(ms, func(m Message) bool { return isCoreSnap(&m) }) {
+		// A core MsgSnap among MessagesAfterPersist (a peer's repair
+		// answer, raft's repair.go): streamed once it may leave, as one of
+		// Messages is (sendStamped).
+		rest := make([]Message, 0, len(ms))
+		for k := range ms {
+			if isCoreSnap(&ms[k]) {
+				r.startSend(&ms[k].Message)
+				continue
+			}
+			rest = append(rest, ms[k])
+		}
+		if ms = rest; len(ms) == 0 {
+			return
+		}
+	}
 	r.stats.MessagesSent.Add(uint64(len(ms)))
 	for k := range ms {
 		if ms[k].Type == raft.MsgVoteResp && ms[k].Granted {
@@ -203,6 +220,10 @@ func (r *Replica) send(ms []Message) {
 	}
 	r.tr.Send(ms)
 }
+
+// isCoreSnap reports whether m is the core's MsgSnap (which the runtime
+// streams), not a transfer's chunk or answer.
+func isCoreSnap(m *Message) bool { return m.Type == raft.MsgSnap && m.Chunk == nil }
 
 // apply hands a committed entry to the state machine and answers its
 // proposer: with the result when the entry applied is the one proposed,
