@@ -156,12 +156,21 @@ func (r *Replica) appendEntries(ents []raft.Entry) {
 	r.timeAppended(ents[0].Index, ents[len(ents)-1].Index)
 }
 
-// wrap turns core messages into replica messages (no records: only an
-// AppendEntries carries them, and the core puts those in Messages).
+// wrap turns the core's MessagesAfterPersist into replica messages: a
+// repair answer with entries is stamped with their records (stamp; an
+// AppendEntries, the other type that carries records, is in Messages). One
+// whose records cannot be read is dropped (the requester asks again).
 func (r *Replica) wrap(ms []raft.Message) []Message {
-	out := make([]Message, len(ms))
+	out := make([]Message, 0, len(ms))
+	var last stamped
 	for k := range ms {
-		out[k] = Message{Message: ms[k]}
+		m, err := r.stamp(&ms[k], &last)
+		if err != nil {
+			r.stats.MessagesDropped.Add(1)
+			r.alert.log(r.log, "stamp", "replica: cannot read the records of an outgoing repair answer; dropped", "to", uint64(ms[k].To), "err", err)
+			continue
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -443,7 +443,7 @@ func (r *Replica) step(m *Message) {
 		r.handleSnapMessage(m)
 		return
 	}
-	if m.Type == raft.MsgApp && r.bugs&BugNoChainCheck == 0 {
+	if (m.Type == raft.MsgApp || (m.Type == raft.MsgRepairResp && len(m.Entries) > 0)) && r.bugs&BugNoChainCheck == 0 {
 		if err := r.verifyApp(m); err != nil {
 			r.refuse(m, err)
 			return
