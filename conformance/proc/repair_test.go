@@ -197,6 +197,9 @@ func TestProcessRepairTwoOfFour(t *testing.T) {
 	damageWrite(t, r.c, victims[1], 150)
 	r.restartAndRepair(victims)
 	r.readBack()
+	if n := r.traceActions("HandleRepairResponse"); n < 2 {
+		t.Fatalf("%d repair answers taken or counted in the traces: the TRUNCATED members were not repaired by their peers", n)
+	}
 	if err := r.c.StopAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -276,4 +279,25 @@ func TestProcessRepairBehindCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTraces(t, "repair-behind-compaction", r.traceDir, r.out, false)
+	if n := r.traceActions("SendRepairSnapshot"); n < 2 {
+		t.Fatalf("%d repair answers by snapshot in the traces, want one to each TRUNCATED member at least", n)
+	}
+}
+
+// traceActions counts the events of an action in the run's trace files.
+func (r *repairRun) traceActions(action string) int {
+	r.t.Helper()
+	files, err := filepath.Glob(filepath.Join(r.traceDir, "*.ndjson"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		n += bytes.Count(b, []byte(`"action":"`+action+`"`))
+	}
+	return n
 }
