@@ -163,10 +163,10 @@ func (n *Node) handleRepair(m Message) {
 
 // repairSnapshot answers req with this node's snapshot (a MsgSnap the
 // driver streams, as a leader's, in MessagesAfterPersist): spec
-// SendRepairSnapshot (repairsnap.go),
-// the peer's log up to the snapshot's index, which its commit index
-// covers. The requester installs it without taking the sender for its
-// leader (spec InstallSnapshot), and asks for the entries after it.
+// SendRepairSnapshot (repairsnap.go), the peer's log up to the snapshot's
+// index, which its commit index covers. The requester installs it without
+// taking the sender for its leader (spec InstallSnapshot), and asks for
+// the entries after it.
 func (n *Node) repairSnapshot(req *Message) {
 	s, to := n.snaps.snap, req.From
 	if s.Index == 0 || s.Index+1 < n.log.first || s.Index > n.log.committed {
