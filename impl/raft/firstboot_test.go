@@ -138,6 +138,66 @@ func TestFirstBootConfirmed(t *testing.T) {
 	}
 }
 
+// TestFirstBootWipedBeforeAnyElection: a member wiped after every first
+// boot was confirmed but before any vote is confirmed again by its
+// PRISTINE peers (term 1, no vote, empty logs): nothing it did can have
+// counted yet.
+func TestFirstBootWipedBeforeAnyElection(t *testing.T) {
+	c := newFBCluster(t, 1, 2, 3)
+	c.deliver()
+	c.boot(3, []raft.NodeID{1, 2, 3}, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: 4242, State: raft.FirstBootUnconfirmed})
+	c.deliver()
+	if r := c.records[3]; r.State != raft.FirstBootConfirmed || r.Known[1] != 1000 || r.Known[2] != 2000 {
+		t.Fatalf("member wiped before any election: record %+v, want CONFIRMED by 1 and 2", r)
+	}
+	for _, id := range []raft.NodeID{1, 2} {
+		if r := c.records[id]; r.State != raft.FirstBootConfirmed {
+			t.Fatalf("node %d: %+v", id, r)
+		}
+	}
+}
+
+// TestFirstBootPristineAnswer: a CONFIRMED voter that does not know the
+// asker's incarnation says yes only while PRISTINE; a term past 1, a vote
+// or an entry each makes it say no.
+func TestFirstBootPristineAnswer(t *testing.T) {
+	confirmed := &raft.FirstBoot{Incarnation: 2000, State: raft.FirstBootConfirmed, Known: map[raft.NodeID]uint64{1: 1000}}
+	for _, tc := range []struct {
+		name string
+		hs   raft.HardState
+		st   *raft.MemoryStorage
+		rec  *raft.FirstBoot
+		want raft.FirstBootState
+	}{
+		{"pristine", raft.HardState{Term: 1}, raft.NewMemoryStorage(), confirmed, raft.FirstBootConfirmed},
+		{"a term past 1", raft.HardState{Term: 2}, raft.NewMemoryStorage(), confirmed, raft.FirstBootLost},
+		{"a vote", raft.HardState{Term: 1, Vote: 2}, raft.NewMemoryStorage(), confirmed, raft.FirstBootLost},
+		{"an entry", raft.HardState{Term: 1}, logOfTerms(1), confirmed, raft.FirstBootLost},
+		// A voter whose driver keeps no record (from before the rule).
+		{"no record, past its first boot", raft.HardState{Term: 2}, raft.NewMemoryStorage(), nil, raft.FirstBootLost},
+		{"no record, pristine", raft.HardState{Term: 1}, raft.NewMemoryStorage(), nil, raft.FirstBootConfirmed},
+	} {
+		c := newFBCluster(t)
+		c.hardStates = map[raft.NodeID]raft.HardState{2: tc.hs}
+		c.boot(2, []raft.NodeID{1, 2}, tc.st, tc.rec)
+		c.boot(1, []raft.NodeID{1, 2}, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: 4242, State: raft.FirstBootUnconfirmed})
+		c.deliver()
+		if r := c.records[1]; r.State != tc.want {
+			t.Errorf("%s: the asker's record %+v, want %v", tc.name, r, tc.want)
+		}
+	}
+}
+
+func logOfTerms(terms ...uint64) *raft.MemoryStorage {
+	st := raft.NewMemoryStorage()
+	for k, term := range terms {
+		if err := st.Append([]raft.Entry{{Index: uint64(k + 1), Term: term}}); err != nil {
+			panic(err)
+		}
+	}
+	return st
+}
+
 // TestFirstBootWaitsForEveryVoter: one voter down, the others stay
 // unconfirmed: they neither campaign nor grant votes, and ask it again
 // once every ElectionTick ticks (not on every tick).
