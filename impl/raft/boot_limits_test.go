@@ -118,3 +118,21 @@ func TestReadConfirmedMarkedOnlyWhenConfirmed(t *testing.T) {
 		t.Fatalf("%d MarkReadConfirmed with no read pending", marks)
 	}
 }
+
+// TestForceNewClusterTracesNothing: a boot that forces a new cluster is an
+// operator's act outside the spec: the node traces nothing (a trace from
+// it would not be a behaviour of the spec).
+func TestForceNewClusterTracesNothing(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		sink := &countSink{}
+		cfg := testConfig(1, logOf(1, 1))
+		cfg.Trace = sink
+		n := mustNode(t, cfg, Boot{HardState: HardState{Term: 1}, Verdict: VerdictClean, ForceNewCluster: force})
+		for k := 0; k < 30; k++ {
+			n.Tick()
+		}
+		if (sink.n == 0) != force {
+			t.Errorf("force %v: %d trace events", force, sink.n)
+		}
+	}
+}
