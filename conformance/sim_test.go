@@ -353,7 +353,7 @@ func TestSimulatedRepair(t *testing.T) {
 	if testing.Short() {
 		hi = lo + 3
 	}
-	twoAtOnce, released := 0, 0
+	twoAtOnce, released, bySnapshot := 0, 0, 0
 	for seed := lo; seed <= hi; seed++ {
 		s := runSeed(t, sim.RepairOptions(seed))
 		two, rel := repairSeen(s.Events)
@@ -361,11 +361,16 @@ func TestSimulatedRepair(t *testing.T) {
 			twoAtOnce++
 		}
 		released += rel
+		for _, e := range s.Events {
+			if e.Action == "SendRepairSnapshot" {
+				bySnapshot++
+			}
+		}
 		if t.Failed() {
 			break
 		}
 	}
-	t.Logf("seeds %d-%d: %d with two members TRUNCATED at once, %d releases by peers", lo, hi, twoAtOnce, released)
+	t.Logf("seeds %d-%d: %d with two members TRUNCATED at once, %d releases by peers, %d repair answers by snapshot", lo, hi, twoAtOnce, released, bySnapshot)
 	if !t.Failed() && (twoAtOnce == 0 || released == 0) {
 		t.Errorf("seeds %d-%d: %d with two TRUNCATED at once, %d releases by peers: the repair is not exercised", lo, hi, twoAtOnce, released)
 	}

@@ -27,6 +27,7 @@ func snapshotSample(seed uint64) sim.Options {
 	o.SegmentBytes = 2 << 10 // compaction within 255 entries: the explorer's 8-bit numbers (raftspec viz)
 	o.Faults = sim.Faults{Crashes: true, Drops: true, Partitions: true}
 	o.Snapshots = &replica.SnapshotOptions{Entries: 8, KeepEntries: 1, ChunkBytes: 128, WindowChunks: 2, ResendTicks: 3, AbortResends: 6}
+	o.PeerRepair = false // no bit flips: nothing to repair; the kept trace (and TLC's config) stays without -repair
 	return o
 }
 

@@ -608,6 +608,7 @@ func (m *Machine[T, L, V]) Receive(s *StateOf[T, L, V], msg MessageOf[T, L], emi
 		m.HandleAppendEntriesResponse(s, i, j, msg, emit)
 	case RepairRequest:
 		m.HandleRepairRequest(s, i, j, msg, emit)
+		m.SendRepairSnapshot(s, i, j, msg, emit) // repairsnap.go: production only
 	case RepairResponse:
 		m.HandleRepairResponse(s, i, j, msg, emit)
 	default:

@@ -321,6 +321,13 @@ func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) 
 		if l.Cut, err = count("cut", *e.Cut); err != nil {
 			return l, nil, err
 		}
+	case ActSendRepairSnapshot: // the snapshot's index
+		if e.Cut == nil {
+			return l, nil, fmt.Errorf("%s needs the snapshot's index (cut)", e.Action)
+		}
+		if l.Cut, err = count("cut", *e.Cut); err != nil || l.Cut == 0 {
+			return l, nil, fmt.Errorf("%s's cut %d out of range", e.Action, *e.Cut)
+		}
 	case ActFlushTo: // the new durable length; optional
 		if e.Cut != nil {
 			if l.Cut, err = count("cut", *e.Cut); err != nil || l.Cut == 0 {

@@ -55,6 +55,9 @@ const (
 	ActWipe
 	ActAnswerFirstBoot
 	ActConfirmFirstBoot
+	// The repair answered with a snapshot (repairsnap.go), only with
+	// Config.Repair and Config.Production.
+	ActSendRepairSnapshot
 	actionEnd
 )
 
@@ -97,6 +100,7 @@ var actionNames = [...]string{
 	ActWipe:                           "Wipe",
 	ActAnswerFirstBoot:                "AnswerFirstBoot",
 	ActConfirmFirstBoot:               "ConfirmFirstBoot",
+	ActSendRepairSnapshot:             "SendRepairSnapshot",
 }
 
 func (a Action) String() string {
@@ -120,7 +124,7 @@ func ParseAction(name string) (Action, bool) {
 // the bag (the handlers under Receive, DuplicateMessage, DropMessage).
 func (a Action) ReceivesMessage() bool {
 	return a >= ActUpdateTerm && a <= ActDropMessage || a.productionReceives() ||
-		a == ActHandleRepairRequest || a == ActHandleRepairResponse
+		a == ActHandleRepairRequest || a == ActHandleRepairResponse || a == ActSendRepairSnapshot
 }
 
 // Branch says which disjunct of HandleAppendEntriesRequest ran.
@@ -172,7 +176,7 @@ type LabelOf[T Int, L Seq[T, L]] struct {
 	Action Action
 	I, J   ServerID
 	Value  uint8           // ClientRequest's v; ChangeConfig's configuration value (J: the server changed)
-	Cut    T               // Crash, Corrupt and PowerLoss: the length log[i] keeps; FlushTo: the new durableLen
+	Cut    T               // Crash, Corrupt and PowerLoss: the length log[i] keeps; FlushTo: the new durableLen; SendRepairSnapshot: the snapshot's index
 	Msg    MessageOf[T, L] // the message of a message action
 	Branch Branch          // HandleAppendEntriesRequest's disjunct
 }
@@ -193,6 +197,8 @@ func (l LabelOf[T, L]) String() string {
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)
 	case l.Action == ActCorruptLeaderCommit:
 		return fmt.Sprintf("%v %v to %d", l.Action, l.Msg, l.Cut)
+	case l.Action == ActSendRepairSnapshot:
+		return fmt.Sprintf("%v %v up to %d", l.Action, l.Msg, l.Cut)
 	case l.Action.ReceivesMessage():
 		if l.Branch != BranchNone {
 			return fmt.Sprintf("%v[%v] %v", l.Action, l.Branch, l.Msg)

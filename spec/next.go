@@ -120,6 +120,10 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 			if got.Cut != l.Cut {
 				return
 			}
+		case l.Action == ActSendRepairSnapshot && l.Cut != 0: // the snapshot's index
+			if got.Cut != l.Cut {
+				return
+			}
 		}
 		if l.Branch != BranchNone && got.Branch != l.Branch {
 			return
@@ -219,6 +223,8 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 			m.HandleRepairRequest(s, i, j, msg, out)
 		case ActHandleRepairResponse:
 			m.HandleRepairResponse(s, i, j, msg, out)
+		case ActSendRepairSnapshot:
+			m.SendRepairSnapshot(s, i, j, msg, out)
 		case ActDuplicateMessage:
 			m.DuplicateMessage(s, msg, out)
 		case ActDropMessage:

@@ -6,9 +6,9 @@ import (
 )
 
 // repairProductionWithout is the sub-model the production repair tests
-// search: no snapshots, drops, duplicates, step-downs or crashes (their
+// search: no snapshots (a leader's or a peer's), drops, duplicates, step-downs or crashes (their
 // interplay with the repair is the full model's; docs/repair.md).
-const repairProductionWithout = "SendSnapshot,DropMessage,DuplicateMessage,StepDown,Crash"
+const repairProductionWithout = "SendSnapshot,SendRepairSnapshot,DropMessage,DuplicateMessage,StepDown,Crash"
 
 // TestRepairProductionHolds: the repair as steps of the production profile
 // (repairprod.go: the take by ranges, the count once durable, the messages

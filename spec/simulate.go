@@ -178,6 +178,9 @@ func modelActions(m *Model) []Action {
 	}
 	if m.Repair {
 		out = append(out, ActRequestRepair, ActHandleRepairRequest, ActHandleRepairResponse) // repair.go, only with -repair
+		if m.Production {
+			out = append(out, ActSendRepairSnapshot) // repairsnap.go
+		}
 	}
 	if m.Wipes > 0 {
 		out = append(out, ActWipe, ActAnswerFirstBoot, ActConfirmFirstBoot)

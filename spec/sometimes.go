@@ -152,6 +152,11 @@ var SometimesProperties = []Sometimes{
 			return l.Action == ActHandleRepairResponse && pre.Verdict[l.I] == Truncated && post.Verdict[l.I] == Clean &&
 				anyServer(m, func(i ServerID) bool { return i != l.I && pre.Verdict[i] == Truncated })
 		}},
+	{Name: "RepairSnapshotInstalled", Profile: onlyDurable, Production: true, Repair: true,
+		Doc: "a TRUNCATED member installs a snapshot sent by a peer that does not lead (a repair answered with a snapshot, repairsnap.go)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActInstallSnapshot && pre.Verdict[l.I] == Truncated && pre.State[l.J] != Leader
+		}},
 	{Name: "LeaderAfterRepair", Profile: onlyDurable, Repair: true, Doc: "a leader is elected with the vote of a member repaired by its peers",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			if l.Action != ActBecomeLeader {

@@ -135,6 +135,10 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 		e.Peer = serverName(l.Msg.Msource)
 		e.Msg = m.TraceMessage(l.Msg)
 		e.Branch = l.Branch.String()
+		if l.Action == ActSendRepairSnapshot {
+			c := int(l.Cut)
+			e.Cut = &c
+		}
 	case l.Action == ActClientRequest:
 		v := int(l.Value)
 		e.Value = &v

@@ -54,6 +54,11 @@ var Actions = []string{
 	// peer answers with its durable log, the member takes it (branches
 	// conflict and append, in the production profile) and counts it.
 	"RequestRepair", "HandleRepairRequest", "HandleRepairResponse",
+	// The repair answered with a snapshot (spec/repairsnap.go), production
+	// traces with "repair": true: a CLEAN peer answers a request (msg) with
+	// its log up to cut, as an InstallSnapshotRequest to the requester,
+	// whose InstallSnapshot takes it.
+	"SendRepairSnapshot",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -76,8 +81,8 @@ type Event struct {
 	Branch string   `json:"branch,omitempty"`
 	// Value is ClientRequest's v, or ChangeConfig's entry value.
 	Value *int `json:"value,omitempty"`
-	// Cut is the length of log[node] that Crash or Corrupt keeps, or
-	// FlushTo's new durableLen.
+	// Cut is the length of log[node] that Crash or Corrupt keeps,
+	// FlushTo's new durableLen, or SendRepairSnapshot's snapshot index.
 	Cut *int `json:"cut,omitempty"`
 	// State is the node's post-state.
 	State *NodeState `json:"state,omitempty"`

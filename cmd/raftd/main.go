@@ -39,6 +39,7 @@ func run(args []string, stderr io.Writer) int {
 		joinVoters   = fs.String("join-initial-voters", "", "with --join: the cluster's initial voters, comma-separated ids")
 		forceNew     = fs.Bool("force-new-cluster", false, "RECOVERY after the permanent loss of a quorum: make this node the only voter of its cluster, every other member removed (docs/raftd.md, \"Guided recovery\"); raftd says what may be lost and refuses until --force-new-cluster-confirm names this cluster and node")
 		forceConfirm = fs.String("force-new-cluster-confirm", "", "with --force-new-cluster: CLUSTER_ID/NODE_ID, as the refusal prints it: the operator's confirmation that the data loss it describes is accepted")
+		peerRepair   = fs.Bool("peer-repair", true, "repair a TRUNCATED member (a WAL damaged inside its durable prefix) from its peers when no leader can release it: it asks every voter for its durable log (or snapshot) and votes again once the voters that answered meet every quorum (docs/repair.md); --peer-repair=false leaves it fenced until a leader of a newer term repairs it or an operator acts")
 		walSyncMs    = fs.Int("wal-sync-ms", 0, "bound on the WAL's group-commit delay in ms (never a durability gap)")
 		walSegment   = fs.Int64("wal-segment-bytes", 64<<20, "WAL segment file size; compaction frees whole segments (at least 4 MiB, a multiple of 4096)")
 		traceDir     = fs.String("trace", "", "write the core's trace (ndjson) into this directory")
@@ -110,6 +111,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.ForceNewCluster, cfg.ForceNewClusterConfirm = *forceNew, *forceConfirm
+	cfg.NoPeerRepair = !*peerRepair
 	if (*syncMs != 0 || *failSync != "") && !*lossy {
 		fmt.Fprintln(stderr, "raftd: --testing-sync-ms and --testing-fail-sync-file need --testing-lossy-fs")
 		return 2

@@ -45,6 +45,7 @@ type config struct {
 	bugs                     sim.Bugs
 	trace, history, out      string
 	keepGoing, quiet         bool
+	peerRepair               bool
 	replayArgs               []string // the flags a replay repeats
 	seedSet, seedsSet, oneOf bool
 }
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.history, "history", "", "write the seed's client history (ndjson) to FILE (with -seed)")
 	fs.StringVar(&c.out, "out", ".", "directory for a failing seed's trace, history and visualization")
 	fs.BoolVar(&c.keepGoing, "keep-going", false, "run every seed, past a failing one")
+	fs.BoolVar(&c.peerRepair, "peer-repair", true, "the repair of TRUNCATED members from their peers, as raftd --peer-repair (sim.Options.PeerRepair; bit flips then strike any set that is not a quorum)")
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -164,7 +166,7 @@ func (c *config) options(seed uint64) sim.Options {
 	if c.nodes != 0 {
 		o.N = c.nodes
 	}
-	o.Faults, o.Duration, o.Skew = c.faults, c.duration, c.skew
+	o.Faults, o.Duration, o.Skew, o.PeerRepair = c.faults, c.duration, c.skew, c.peerRepair
 	r := c.rates
 	set := func(dst *float64, v float64) {
 		if v >= 0 {

@@ -15,11 +15,13 @@ import (
 // stop them).
 
 // MembershipOptions is Default with five nodes of which three start as
-// the cluster, membership changes, and no bit flips.
+// the cluster, membership changes, no bit flips, and no repair from peers
+// (the spec's -repair is not modelled with -membership yet, so such a
+// trace could not be checked; without bit flips nobody is TRUNCATED).
 func MembershipOptions(seed uint64) Options {
 	o := Default(seed)
 	o.N, o.Membership, o.InitVoters = 5, true, 3
-	o.Faults.Flips = false
+	o.Faults.Flips, o.PeerRepair = false, false
 	return o
 }
 

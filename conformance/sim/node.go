@@ -135,14 +135,14 @@ func (n *Node) boot() error {
 	cfg := raft.Config{ID: n.ID, Voters: n.s.initVoters(), Joining: !slices.Contains(n.s.initVoters(), n.ID), ElectionTick: 10, HeartbeatTick: 1,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(n.ID)<<32, uint64(n.boots))),
 		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax,
-		PeerRepair: o.PeerRepair, TestingBugs: o.CoreBugs}
+		TestingBugs: o.CoreBugs}
 	if o.Trace {
 		cfg.Trace = traceSink{n.s}
 	}
 	n.w = w
 	n.sm = newMachine(n)
 	r, err := replica.New(replica.Config{Raft: cfg, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n,
-		Logger: n.replicaLogger(), TestingBugs: o.RuntimeBugs, Snapshots: n.snapshotOptions()})
+		Logger: n.replicaLogger(), TestingBugs: o.RuntimeBugs, Snapshots: n.snapshotOptions(), NoPeerRepair: !o.PeerRepair})
 	if err != nil {
 		if errors.Is(err, vfs.ErrCrashed) || n.disk.Down() {
 			n.s.Counts.IOCrashes++

@@ -7,13 +7,13 @@ package sim
 // elect the releasing leader) to every set that is not a quorum (two of
 // four: the peers repair them without a leader).
 
-// RepairOptions is Default on four nodes with the repair from peers, bit
-// flips striking up to two members at once. Snapshots are off: a repair
-// from below a peer's compaction point goes by the peer's snapshot, which
-// no spec step traces yet (docs/repair.md).
+// RepairOptions is Default on four nodes (the repair from peers, bit
+// flips striking up to two members at once), snapshots included: a repair
+// from below a peer's compaction point goes by the peer's snapshot (spec
+// SendRepairSnapshot, docs/repair.md).
 func RepairOptions(seed uint64) Options {
 	o := Default(seed)
-	o.N, o.PeerRepair, o.Snapshots = 4, true, nil
+	o.N, o.PeerRepair = 4, true
 	return o
 }
 

@@ -72,8 +72,10 @@ type Options struct {
 	// configurations.
 	Membership bool `json:",omitempty"`
 	InitVoters int  `json:",omitempty"`
-	// PeerRepair: raft.Config.PeerRepair on every node, and bit flips on
-	// any set of members that is not a quorum (repair.go).
+	// PeerRepair: raft.Config.PeerRepair on every node (false:
+	// replica.Config.NoPeerRepair), and bit flips on any set of members
+	// that is not a quorum (repair.go). On in Default, as in raftd; not
+	// with Membership (the spec's -repair has no membership yet).
 	PeerRepair bool `json:",omitempty"`
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
@@ -167,7 +169,7 @@ func Default(seed uint64) Options {
 		AttemptTimeout: 300 * time.Millisecond, OpTimeout: 2 * time.Second, SessionTimeout: 2 * time.Second, StallChance: 0.003,
 		IdleNoop: 200 * time.Millisecond,
 		PreVote:  seed%2 == 0, CheckQuorum: seed%4 < 2, MsgEntriesMax: 4 << (seed % 4), InflightMsgsMax: 1 + int(seed%4), Trace: true,
-		Snapshots: SnapshotDefaults(seed)}
+		Snapshots: SnapshotDefaults(seed), PeerRepair: true}
 }
 
 // Sim is one simulated cluster: replicas in stepped mode over the real WAL
@@ -233,8 +235,8 @@ func New(o Options) (*Sim, error) {
 	if o.Tick <= 0 {
 		o.Tick = 10 * time.Millisecond
 	}
-	if o.Membership && (o.Faults.Flips || o.InitVoters < 1 || o.InitVoters > o.N || o.N > 5) {
-		return nil, fmt.Errorf("sim: membership with bit flips, %d initial voters of %d nodes (1..N, N <= 5)", o.InitVoters, o.N)
+	if o.Membership && (o.Faults.Flips || o.PeerRepair || o.InitVoters < 1 || o.InitVoters > o.N || o.N > 5) {
+		return nil, fmt.Errorf("sim: membership with bit flips or peer repair, %d initial voters of %d nodes (1..N, N <= 5)", o.InitVoters, o.N)
 	}
 	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1)), TraceCheckable: -1, seen: map[string]seenKey{}}
 	s.check.init(s)

@@ -100,3 +100,39 @@ func TestFenceStateDivergedPreCandidate(t *testing.T) {
 		t.Fatalf("fenced pre-candidate: %+v", s)
 	}
 }
+
+// TestReadConfirmedMarkedOnlyWhenConfirmed: the coverage mark of a read
+// confirmed by its round is set when one is, and not by a round that
+// confirms none.
+func TestReadConfirmedMarkedOnlyWhenConfirmed(t *testing.T) {
+	var marks int
+	cfg := testConfig(1, NewMemoryStorage(), 1)
+	cfg.OnMark = func(m Mark) {
+		if m == MarkReadConfirmed {
+			marks++
+		}
+	}
+	n := mustNode(t, cfg, Boot{Verdict: VerdictClean})
+	n.releaseReads()
+	if marks != 0 {
+		t.Fatalf("%d MarkReadConfirmed with no read pending", marks)
+	}
+}
+
+// TestForceNewClusterTracesNothing: a boot that forces a new cluster is an
+// operator's act outside the spec: the node traces nothing (a trace from
+// it would not be a behaviour of the spec).
+func TestForceNewClusterTracesNothing(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		sink := &countSink{}
+		cfg := testConfig(1, logOf(1, 1))
+		cfg.Trace = sink
+		n := mustNode(t, cfg, Boot{HardState: HardState{Term: 1}, Verdict: VerdictClean, ForceNewCluster: force})
+		for k := 0; k < 30; k++ {
+			n.Tick()
+		}
+		if (sink.n == 0) != force {
+			t.Errorf("force %v: %d trace events", force, sink.n)
+		}
+	}
+}

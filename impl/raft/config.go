@@ -78,10 +78,11 @@ type Config struct {
 	// CatchUpTicks repairs itself from its peers and votes again
 	// (repair.go, docs/repair.md): two TRUNCATED members of four no longer
 	// leave the cluster without a leader. Its steps are spec steps of the
-	// production profile with -repair (spec/repairprod.go; a trace declares
-	// it, TraceParams.Repair), except the repair by a peer's snapshot, which
-	// no spec step traces yet. Off by default: the replica and raftd do not
-	// set it yet.
+	// production profile with -repair (spec/repairprod.go, and
+	// spec/repairsnap.go for the answer by a snapshot; a trace declares it,
+	// TraceParams.Repair). Off by default in the core (its scenarios and
+	// randomized runs choose); impl/replica turns it on unless
+	// replica.Config.NoPeerRepair (raftd --peer-repair=false).
 	PeerRepair bool
 
 	Storage Storage

@@ -2,6 +2,8 @@ package raft_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/durableraft/durableraft/impl/raft"
@@ -61,5 +63,60 @@ func TestMemoryStoragePrefixBounds(t *testing.T) {
 	s.Prefix(6)
 	if s.LastIndex() != 6 {
 		t.Errorf("Prefix(6): last %d, want 6", s.LastIndex())
+	}
+}
+
+// TestMemoryStorageTruncateBounds: a truncation past the last index
+// changes nothing, one at the compaction base is refused, one inside cuts.
+func TestMemoryStorageTruncateBounds(t *testing.T) {
+	s := raft.NewMemoryStorage()
+	if err := s.Append([]raft.Entry{{Index: 1, Term: 1}, {Index: 2, Term: 1}, {Index: 3, Term: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []uint64{4, 5, 100} {
+		if err := s.Truncate(from); err != nil || s.LastIndex() != 3 {
+			t.Fatalf("Truncate(%d) of (0, 3]: %v, last %d", from, err, s.LastIndex())
+		}
+	}
+	if err := s.Compact(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Truncate(1); !errors.Is(err, raft.ErrCompacted) {
+		t.Fatalf("Truncate(1) compacted through 1: %v, want ErrCompacted", err)
+	}
+	if err := s.Truncate(3); err != nil || s.LastIndex() != 2 {
+		t.Fatalf("Truncate(3): %v, last %d", err, s.LastIndex())
+	}
+}
+
+// TestMessageTypeNames: every type has its name; a value past the last
+// type, or 0, is printed as a number (a decoded message may carry one
+// before Validate refuses it).
+func TestMessageTypeNames(t *testing.T) {
+	for ty := raft.MsgVote; ty < raft.MsgFirstBootResp+1; ty++ {
+		if s := ty.String(); len(s) < 4 || s[:3] != "Msg" {
+			t.Errorf("type %d: %q", ty, s)
+		}
+	}
+	for _, ty := range []raft.MessageType{0, raft.MsgFirstBootResp + 1, 255} {
+		if s, want := ty.String(), fmt.Sprintf("MessageType(%d)", ty); s != want {
+			t.Errorf("type %d: %q, want %q", ty, s, want)
+		}
+	}
+}
+
+// TestMembershipAtBounds: the configuration at an index beyond the log,
+// or below the compaction point, is an error, not a guess.
+func TestMembershipAtBounds(t *testing.T) {
+	n, err := raft.NewNode(raft.Config{ID: 1, Voters: []raft.NodeID{1}, ElectionTick: 10, HeartbeatTick: 1,
+		Storage: raft.NewMemoryStorage(), Rand: rand.New(rand.NewPCG(1, 1))}, raft.Boot{Verdict: raft.VerdictClean})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.MembershipAt(0); err != nil {
+		t.Fatalf("MembershipAt(0) of an empty log: %v", err)
+	}
+	if _, err := n.MembershipAt(1); err == nil {
+		t.Fatal("MembershipAt(1) beyond an empty log: no error")
 	}
 }

@@ -64,10 +64,14 @@ func (n *Node) resetRepair() {
 
 // repairing reports whether the node repairs itself from its peers now: a
 // TRUNCATED voter, nothing else wrong with it, no leader heard for
-// CatchUpTicks.
+// CatchUpTicks. The leader it last followed may still be named (lead): a
+// TRUNCATED member never campaigns, so nothing else forgets a leader that
+// went silent without a newer term (sim seed 154: two TRUNCATED of four
+// naming the old leader, itself a pre-candidate that can win no pre-vote,
+// wedged the cluster); tickRepair forgets it.
 func (n *Node) repairing() bool {
 	return n.cfg.PeerRepair && n.hs.TruncatedAtTerm != 0 && !n.walFailed && !n.hardStateLost && !n.stateFenced &&
-		n.role != RoleLeader && n.lead == None && n.leaderSilentTicks >= n.cfg.CatchUpTicks && n.isVoter(n.id)
+		n.role != RoleLeader && n.leaderSilentTicks >= n.cfg.CatchUpTicks && n.isVoter(n.id)
 }
 
 // tickRepair asks the peers not counted yet, every ElectionTick ticks while
@@ -88,6 +92,7 @@ func (n *Node) tickRepair() {
 	if n.repair.counted == nil {
 		n.repair = repairState{counted: map[NodeID]bool{}, await: map[NodeID]repairAwait{}}
 	}
+	n.lead = None // silent for CatchUpTicks: a follower of no leader (no spec variable)
 	n.repair.elapsed = 0
 	for _, v := range n.trk.Config.Voters {
 		if id := NodeID(v); id != n.id && !n.repair.counted[id] {
@@ -145,7 +150,7 @@ func (n *Node) handleRepair(m Message) {
 	resp := Message{Type: MsgRepairResp, To: m.From, Term: n.hs.Term, LastLogTerm: dt, LastLogIndex: di}
 	if !(tip{m.LastLogTerm, m.LastLogIndex}).atLeast(tip{dt, di}) {
 		if probe := min(m.PrevLogIndex, di); probe+1 < n.log.first {
-			n.repairSnapshot(m.From) // the entries after the probe are compacted
+			n.repairSnapshot(&m) // the entries after the probe are compacted
 			return
 		}
 		n.repairEntries(&resp, min(m.PrevLogIndex, di))
@@ -156,19 +161,29 @@ func (n *Node) handleRepair(m Message) {
 	n.send(resp)
 }
 
-// repairSnapshot offers the requester this node's snapshot (a MsgSnap the
-// driver streams, as a leader's; spec: the answer's log is the same
-// abstract log, its prefix committed). The requester installs it without
-// taking the sender for its leader, and asks for the entries after it.
-func (n *Node) repairSnapshot(to NodeID) {
-	s := n.snaps.snap
+// repairSnapshot answers req with this node's snapshot (a MsgSnap the
+// driver streams, as a leader's, in MessagesAfterPersist): spec
+// SendRepairSnapshot (repairsnap.go), the peer's log up to the snapshot's
+// index, which its commit index covers. The requester installs it without
+// taking the sender for its leader (spec InstallSnapshot), and asks for
+// the entries after it.
+func (n *Node) repairSnapshot(req *Message) {
+	s, to := n.snaps.snap, req.From
 	if s.Index == 0 || s.Index+1 < n.log.first || s.Index > n.log.committed {
 		n.alert(AlertStorage, "member %d needs a repair from below my compaction point %d, and no snapshot covers it (snapshot %d)", to, n.log.first-1, s.Index)
 		return
 	}
 	conf := Entry{Index: s.Index, Term: s.Term, Data: EncodeMembership(membershipOf(n.confs.at(s.Index)))}
-	n.send(Message{Type: MsgSnap, To: to, Term: n.hs.Term, PrevLogIndex: s.Index, PrevLogTerm: s.Term, LeaderCommit: n.log.committed,
-		Entries: []Entry{conf}})
+	m := Message{Type: MsgSnap, From: n.id, To: to, Term: n.hs.Term, PrevLogIndex: s.Index, PrevLogTerm: s.Term, LeaderCommit: n.log.committed,
+		Entries: []Entry{conf}}
+	if n.tr != nil {
+		n.tr.repairSnapshot(req, s.Index)
+	}
+	// As the entries answer, after the hard state is persisted: a request
+	// of a newer term raised this node's term (spec Reply posts it in the
+	// window; the driver streams a MsgSnap of MessagesAfterPersist as one
+	// of Messages once it may leave).
+	n.msgsAfter = append(n.msgsAfter, m)
 }
 
 // repairSnapshotFrom reports whether a MsgSnap is a repair's: the node
@@ -312,7 +327,10 @@ func (n *Node) stepRepairSnapshot(m *Message, prefix []trace.Entry) bool {
 		n.updateTerm(m, None)
 	}
 	index, term := m.PrevLogIndex, m.PrevLogTerm
-	if index <= n.log.committed || n.log.matchTerm(index, term) {
+	if m.Term < n.hs.Term || n.role == RoleCandidate || index <= n.log.committed || n.log.matchTerm(index, term) {
+		// An answer of an older term, or to a candidate, is no step (spec
+		// InstallSnapshot: a follower of the message's term); one the log
+		// covers changes nothing.
 		return false
 	}
 	n.installSnapshot(m, prefix)

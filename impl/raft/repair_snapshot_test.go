@@ -89,3 +89,46 @@ func TestRepairFromSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairForgetsSilentLeader: sim seed 154 (TestSimulatedRuntime, with
+// PeerRepair on by default). Two TRUNCATED members of four follow the
+// leader after their boot; the leader crashes and restarts in the same
+// term, a follower. Pre-vote: nobody can win one (the TRUNCATED members
+// grant none), so no new term ever comes. The TRUNCATED members still name
+// the old leader and never campaign, so nothing made them forget it, and
+// the repair waited for "no leader": the cluster stayed without one for
+// good. The repair now starts once no leader was heard for CatchUpTicks,
+// whoever the member last followed; they are repaired, a leader is elected.
+func TestRepairForgetsSilentLeader(t *testing.T) {
+	c := newSnapCluster(t, 4, false)
+	for _, id := range c.ids {
+		cfg := &c.nodes[id].cfg
+		cfg.PeerRepair, cfg.PreVote, cfg.CheckQuorum = true, true, true
+	}
+	c.elect(1)
+	c.propose(10)
+	c.corrupt(3, 3)
+	c.corrupt(4, 3)
+	c.tick(3) // n3 and n4 follow n1 again, TRUNCATED
+	for _, id := range []NodeID{3, 4} {
+		if st := c.nodes[id].Status(); st.Verdict != "TRUNCATED" || c.nodes[id].lead != 1 {
+			t.Fatalf("n%d: %+v, lead %d; want TRUNCATED following n1", id, st, c.nodes[id].lead)
+		}
+	}
+	// n1 restarts: its whole log kept, CLEAN, a follower of its term.
+	old := c.nodes[1]
+	cfg := old.cfg
+	c.nodes[1] = mustNode(t, cfg, Boot{HardState: old.hs, Verdict: VerdictClean, Applied: uint64(len(c.applied[1]))})
+	c.tick(150)
+	if c.leader() == nil {
+		for _, id := range c.ids {
+			t.Logf("n%d: %+v lead %d", id, c.nodes[id].Status(), c.nodes[id].lead)
+		}
+		t.Fatal("no leader: the TRUNCATED members were never repaired")
+	}
+	for _, id := range []NodeID{3, 4} {
+		if st := c.nodes[id].Status(); st.Verdict != "CLEAN" {
+			t.Fatalf("n%d not repaired: %+v", id, st)
+		}
+	}
+}

@@ -221,6 +221,10 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	switch {
 	case m.Term < n.hs.Term || n.role == RoleCandidate:
 		return false, nil
+	case m.Term == n.hs.Term && n.lead != None && n.lead != m.From:
+		// Not my leader's (one leader a term): a peer's repair answer that
+		// came after this node stopped repairing. Not installed.
+		return false, nil
 	case n.role == RoleLeader:
 		n.alert(AlertProtocol, "snapshot from %d in my own term %d as leader", m.From, m.Term)
 		return false, nil

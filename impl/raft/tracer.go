@@ -348,6 +348,14 @@ func (t *tracer) changeConfig(peer NodeID, data []byte) {
 	t.sink.Event(trace.Event{Action: "ChangeConfig", Node: t.name, Peer: TraceName(t.names, peer), Value: &v, State: t.nodeState()})
 }
 
+// repairSnapshot reports spec SendRepairSnapshot: the node answers the
+// repair request req with its snapshot at index (the event's cut).
+func (t *tracer) repairSnapshot(req *Message, index uint64) {
+	k := int(index)
+	t.sink.Event(trace.Event{Action: "SendRepairSnapshot", Node: t.name, Peer: TraceName(t.names, req.From), Msg: TraceMessage(req, t.names),
+		Cut: &k, State: t.nodeState()})
+}
+
 func (t *tracer) clientRequest(data []byte) {
 	v := traceValue(data)
 	e := trace.Event{Action: "ClientRequest", Node: t.name, Value: &v, State: t.nodeState()}

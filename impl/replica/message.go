@@ -43,12 +43,13 @@ var (
 	ErrChunk = errors.New("replica: bad snapshot chunk")
 )
 
-// stamp fills an outgoing AppendEntries with the WAL's records of its
+// stamp fills an outgoing AppendEntries, or a repair answer (MsgRepairResp:
+// entries of this replica's durable log), with the WAL's records of its
 // entries and the chain value at PrevLogIndex. Every entry of a Ready's
 // messages is in the WAL by now (processReady appends before it sends).
 func (r *Replica) stamp(m *raft.Message, last *stamped) (Message, error) {
 	out := Message{Message: *m}
-	if m.Type != raft.MsgApp {
+	if m.Type != raft.MsgApp && (m.Type != raft.MsgRepairResp || len(m.Entries) == 0) {
 		return out, nil
 	}
 	sum, err := r.w.Checksum(m.PrevLogIndex)
@@ -83,7 +84,8 @@ type stamped struct {
 	recs []wal.Record
 }
 
-// verifyApp checks an incoming AppendEntries before the core sees it: every
+// verifyApp checks an incoming AppendEntries (or repair answer with
+// entries) before the core sees it: every
 // record verifies and is the entry it travels with, the records form a
 // chain from PrevChecksum, and where this replica's log holds an entry of
 // the same index and term as the message says (at PrevLogIndex and for

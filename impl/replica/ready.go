@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/durableraft/durableraft/impl/raft"
@@ -155,12 +156,21 @@ func (r *Replica) appendEntries(ents []raft.Entry) {
 	r.timeAppended(ents[0].Index, ents[len(ents)-1].Index)
 }
 
-// wrap turns core messages into replica messages (no records: only an
-// AppendEntries carries them, and the core puts those in Messages).
+// wrap turns the core's MessagesAfterPersist into replica messages: a
+// repair answer with entries is stamped with their records (stamp; an
+// AppendEntries, the other type that carries records, is in Messages). One
+// whose records cannot be read is dropped (the requester asks again).
 func (r *Replica) wrap(ms []raft.Message) []Message {
-	out := make([]Message, len(ms))
+	out := make([]Message, 0, len(ms))
+	var last stamped
 	for k := range ms {
-		out[k] = Message{Message: ms[k]}
+		m, err := r.stamp(&ms[k], &last)
+		if err != nil {
+			r.stats.MessagesDropped.Add(1)
+			r.alert.log(r.log, "stamp", "replica: cannot read the records of an outgoing repair answer; dropped", "to", uint64(ms[k].To), "err", err)
+			continue
+		}
+		out = append(out, m)
 	}
 	return out
 }
@@ -195,6 +205,22 @@ func (r *Replica) send(ms []Message) {
 	if len(ms) == 0 {
 		return
 	}
+	if slices.ContainsFunc(ms, func(m Message) bool { return isCoreSnap(&m) }) {
+		// A core MsgSnap among MessagesAfterPersist (a peer's repair
+		// answer, raft's repair.go): streamed once it may leave, as one of
+		// Messages is (sendStamped).
+		rest := make([]Message, 0, len(ms))
+		for k := range ms {
+			if isCoreSnap(&ms[k]) {
+				r.startSend(&ms[k].Message)
+				continue
+			}
+			rest = append(rest, ms[k])
+		}
+		if ms = rest; len(ms) == 0 {
+			return
+		}
+	}
 	r.stats.MessagesSent.Add(uint64(len(ms)))
 	for k := range ms {
 		if ms[k].Type == raft.MsgVoteResp && ms[k].Granted {
@@ -203,6 +229,10 @@ func (r *Replica) send(ms []Message) {
 	}
 	r.tr.Send(ms)
 }
+
+// isCoreSnap reports whether m is the core's MsgSnap (which the runtime
+// streams), not a transfer's chunk or answer.
+func isCoreSnap(m *Message) bool { return m.Type == raft.MsgSnap && m.Chunk == nil }
 
 // apply hands a committed entry to the state machine and answers its
 // proposer: with the result when the entry applied is the one proposed,

@@ -72,6 +72,12 @@ type Config struct {
 	// ForceNewCluster is raft.Boot.ForceNewCluster (raftd
 	// --force-new-cluster).
 	ForceNewCluster bool
+	// NoPeerRepair turns off the repair of a TRUNCATED member from its
+	// peers (raft.Config.PeerRepair, docs/repair.md), which a replica runs
+	// with by default whatever Raft.PeerRepair says (raftd
+	// --peer-repair=false). A trace the core writes must then declare it
+	// (raft.TraceParams.Repair = !NoPeerRepair).
+	NoPeerRepair bool
 }
 
 // Replica runs one member: the protocol core over the WAL, with a state
@@ -187,6 +193,7 @@ func New(cfg Config) (*Replica, error) {
 	w, rec := cfg.WAL, cfg.Recovery
 	rc := cfg.Raft
 	rc.Storage = walStorage{w}
+	rc.PeerRepair = !cfg.NoPeerRepair
 	if rc.OnMark == nil {
 		rc.OnMark = hitCoreMark
 	}
@@ -436,7 +443,7 @@ func (r *Replica) step(m *Message) {
 		r.handleSnapMessage(m)
 		return
 	}
-	if m.Type == raft.MsgApp && r.bugs&BugNoChainCheck == 0 {
+	if (m.Type == raft.MsgApp || (m.Type == raft.MsgRepairResp && len(m.Entries) > 0)) && r.bugs&BugNoChainCheck == 0 {
 		if err := r.verifyApp(m); err != nil {
 			r.refuse(m, err)
 			return

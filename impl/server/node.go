@@ -103,6 +103,10 @@ type Config struct {
 	// refused unless ForceNewClusterConfirm is "CLUSTER_ID/NODE_ID".
 	ForceNewCluster        bool
 	ForceNewClusterConfirm string
+	// NoPeerRepair (raftd --peer-repair=false) turns off the repair of a
+	// TRUNCATED member from its peers (replica.Config.NoPeerRepair; on by
+	// default, docs/repair.md).
+	NoPeerRepair bool
 	// TestingDivergeAt plants a divergent member: from this index on its
 	// recorded state hashes differ (tests only).
 	TestingDivergeAt uint64
@@ -305,7 +309,7 @@ func (n *Node) open() error {
 	}
 	voters := n.cluster.voters()
 	if cfg.TraceDir != "" {
-		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, voters, cfg.TestingCoreBugs); err != nil {
+		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, voters, cfg.TestingCoreBugs, !cfg.NoPeerRepair); err != nil {
 			w.Close()
 			return err
 		}
@@ -338,7 +342,7 @@ func (n *Node) open() error {
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
 		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Snapshots: so,
 		Now: time.Now, ObserveStage: n.metrics.observeStage, OnMembership: n.membershipChanged,
-		FirstBoot: n.fbRec, OnFirstBoot: n.firstBootChanged, ForceNewCluster: cfg.ForceNewCluster})
+		FirstBoot: n.fbRec, OnFirstBoot: n.firstBootChanged, ForceNewCluster: cfg.ForceNewCluster, NoPeerRepair: cfg.NoPeerRepair})
 	if err != nil {
 		w.Close()
 		return err

@@ -39,8 +39,8 @@ type traceSink struct {
 	err   error
 }
 
-func openTrace(dir string, id raft.NodeID, voters []raft.NodeID, bugs raft.Bug) (*traceSink, error) {
-	cfg, err := raft.TraceConfig(raft.TraceParams{Voters: voters, Bugs: bugs})
+func openTrace(dir string, id raft.NodeID, voters []raft.NodeID, bugs raft.Bug, repair bool) (*traceSink, error) {
+	cfg, err := raft.TraceConfig(raft.TraceParams{Voters: voters, Bugs: bugs, Repair: repair})
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func TestResumeClock(t *testing.T) {
 func TestTraceSinkClock(t *testing.T) {
 	dir := t.TempDir()
 	voters := []raft.NodeID{1, 2, 3}
-	s, err := openTrace(dir, 1, voters, 0)
+	s, err := openTrace(dir, 1, voters, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestTraceSinkClock(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := openTrace(dir, 1, voters, 0)
+	s2, err := openTrace(dir, 1, voters, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,10 @@ const recordBytesMin = 32
 // byte. Entry data is never encoded on its own: the receiver decodes the
 // entries from the records.
 func AppendMessage(e *wire.Encoder, m *replica.Message) error {
-	if m.Type == raft.MsgApp && len(m.Records) != len(m.Entries) {
-		return fmt.Errorf("transport: AppendEntries with %d entries and %d records", len(m.Entries), len(m.Records))
+	if carriesRecords(m.Type) && len(m.Records) != len(m.Entries) {
+		return fmt.Errorf("transport: %v with %d entries and %d records", m.Type, len(m.Entries), len(m.Records))
 	}
-	if m.Type != raft.MsgApp && (len(m.Records) != 0 || m.PrevChecksum != 0) {
+	if !carriesRecords(m.Type) && (len(m.Records) != 0 || m.PrevChecksum != 0) {
 		return fmt.Errorf("transport: %v carries records or a chain value", m.Type)
 	}
 	if (m.Type == raft.MsgSnap) != (m.Chunk != nil) {
@@ -76,7 +76,7 @@ func AppendMessage(e *wire.Encoder, m *replica.Message) error {
 		appendChunk(e, m.Chunk)
 		return nil
 	}
-	if m.Type != raft.MsgApp {
+	if !carriesRecords(m.Type) {
 		return nil
 	}
 	e.U32(m.PrevChecksum)
@@ -86,6 +86,12 @@ func AppendMessage(e *wire.Encoder, m *replica.Message) error {
 	}
 	return nil
 }
+
+// carriesRecords reports whether messages of type t carry entries, as the
+// WAL records of the sender: an AppendEntries, and a repair answer
+// (raft's MsgRepairResp: a peer's durable entries for a TRUNCATED member).
+// Every other type's entries are none (the strict codec's header).
+func carriesRecords(t raft.MessageType) bool { return t == raft.MsgApp || t == raft.MsgRepairResp }
 
 // DecodeMessage decodes one message: the header with raft's strict codec,
 // then, for an AppendEntries only, the chain value and the records, each
@@ -108,7 +114,7 @@ func DecodeMessage(d *wire.Decoder, lim Limits) (replica.Message, error) {
 		m.Chunk = decodeChunk(d, lim.chunkBytesMax())
 		return m, d.Err()
 	}
-	if core.Type != raft.MsgApp {
+	if !carriesRecords(core.Type) {
 		return m, nil
 	}
 	m.PrevChecksum = d.U32("chain value")

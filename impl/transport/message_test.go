@@ -44,7 +44,23 @@ func sampleMessages() []replica.Message {
 			Chunk: &replica.SnapChunk{Kind: replica.ChunkAck, Offset: 4107}},
 		{Message: raft.Message{Type: raft.MsgSnap, From: 2, To: 1, Term: 7, PrevLogIndex: 90, PrevLogTerm: 6},
 			Chunk: &replica.SnapChunk{Kind: replica.ChunkRefuse, Restart: true, Reason: "verification failed"}},
+		{Message: raft.Message{Type: raft.MsgRepair, From: 3, To: 1, Term: 8, LastLogIndex: 4, LastLogTerm: 2, PrevLogIndex: 4}},
+		repairAnswer(0),
+		repairAnswer(2),
 	}
+}
+
+// repairAnswer is a peer's repair answer (raft.MsgRepairResp) from 1 to 3
+// carrying n entries of its durable log after index 4, with their records:
+// the entries travel as records, as an AppendEntries' do.
+func repairAnswer(n int) replica.Message {
+	m := appMessage(4, 0x77, n)
+	m.Message = raft.Message{Type: raft.MsgRepairResp, From: 1, To: 3, Term: 8, LastLogIndex: 4 + uint64(n), LastLogTerm: 3,
+		PrevLogIndex: 4, PrevLogTerm: 2, Entries: m.Entries}
+	if n == 0 {
+		m.Records, m.PrevChecksum = nil, 0
+	}
+	return m
 }
 
 func eq(a, b []replica.Message) string {
