@@ -516,7 +516,7 @@ func addRepair(add func(name string, m *spec.Model, steps []spec.Step, why strin
 		MaxTerm: 3, MaxLog: 1, MaxDup: 1, MaxMsgs: 1, Corruptions: 1, Repair: true}
 	prod := atomic
 	prod.Production = true
-	without, err := spec.ParseActions("SendSnapshot,DropMessage,DuplicateMessage,StepDown,Crash")
+	without, err := spec.ParseActions("SendSnapshot,SendRepairSnapshot,DropMessage,DuplicateMessage,StepDown,Crash")
 	if err != nil {
 		return err
 	}
