@@ -47,10 +47,9 @@ func randomTrace(o rafttest.RandomOptions, steps int) func(t *testing.T) []trace
 }
 
 // TestTLCValidatesImplTraces: TLC accepts traces of the core's repair from
-// peers and of its membership changes, written now (not kept: the core
-// counts two repair answers that become countable at one flush in map order,
-// so four_nodes_two_truncated's trace is not the same from run to run; TLC
-// and spec.CheckTrace accept either). tla/traces/impl/ keeps
+// peers and of its membership changes, written now (not kept; the core
+// counts repair answers in id order, so each run writes the same trace,
+// conformance/coretrace TestRepairTraceDeterministic). tla/traces/impl/ keeps
 // scenario-membership and repair/scenario-three_nodes_one_peer (tlc.sh).
 func TestTLCValidatesImplTraces(t *testing.T) {
 	jar := tlcJar(t)

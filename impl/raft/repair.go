@@ -1,6 +1,11 @@
 package raft
 
-import "github.com/durableraft/durableraft/trace"
+import (
+	"maps"
+	"slices"
+
+	"github.com/durableraft/durableraft/trace"
+)
 
 // Repair of a TRUNCATED member from its peers, without a leader: spec
 // repair.go (RequestRepair, HandleRepairRequest, HandleRepairResponse),
@@ -282,7 +287,11 @@ func (n *Node) takeRepairEntries(m *Message) bool {
 // processRepairAwaits counts the answers whose tip the durable log now
 // reaches (after an Advance, or at once).
 func (n *Node) processRepairAwaits() {
-	for id, a := range n.repair.await {
+	// In id order: which answers are counted before the release, and so
+	// the trace, must not depend on a map's order (a seed replays byte for
+	// byte).
+	for _, id := range slices.Sorted(maps.Keys(n.repair.await)) {
+		a := n.repair.await[id]
 		if n.log.durable >= a.want.index && n.log.matchTerm(a.want.index, a.want.term) {
 			delete(n.repair.await, id)
 			n.countRepair(id, a.term, a.want)
