@@ -321,8 +321,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-bug learned-commit-unclamped needs the production actions (the durable profile keeps its unclamped rule)")
 	case c.BadCommits < 0 || c.BadCommits > 200 || (c.BadCommits > 0 && !c.Production):
 		return fmt.Errorf("bad-commits=%d: want 0..200, and the production actions", c.BadCommits)
-	case c.PowerLosses < 0 || c.PowerLosses > 200 || (c.PowerLosses > 0 && (c.Profile != ProfileDurable || c.Production || c.Membership)):
-		return fmt.Errorf("power-losses=%d: want 0..200, profile durable, without the production actions and membership", c.PowerLosses)
+	case c.PowerLosses < 0 || c.PowerLosses > 200 || (c.PowerLosses > 0 && (c.Profile != ProfileDurable || c.Membership)):
+		return fmt.Errorf("power-losses=%d: want 0..200, profile durable, without membership", c.PowerLosses)
 	case c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote) != 0 && c.PowerLosses == 0:
 		return fmt.Errorf("-bug %v needs power losses (-power-losses)", c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote))
 	}

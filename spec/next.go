@@ -223,7 +223,7 @@ func (m *Machine[T, L, V]) windowed(s *StateOf[T, L, V], emit EmitOf[T, L, V]) E
 	}
 	return func(n StateOf[T, L, V], l LabelOf[T, L]) {
 		switch l.Action {
-		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot, ActCorruptLeaderCommit:
+		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot, ActCorruptLeaderCommit, ActPowerLoss:
 		default:
 			m.openWindow(s, &n, l.I)
 		}

@@ -57,6 +57,10 @@ func (m *Machine[T, L, V]) PowerLoss(s *StateOf[T, L, V], i ServerID, emit EmitO
 	if s.PowerLossesLeft == 0 {
 		return
 	}
+	if m.Production {
+		m.powerLossProduction(s, i, emit) // power_production.go
+		return
+	}
 	m.powerLossTo(s, i, s.DurableLen[i], false, emit)
 	if s.BatchStart[i] < s.DurableLen[i] && m.mayDamage(s, i) {
 		m.powerLossTo(s, i, s.BatchStart[i], true, emit)

@@ -64,8 +64,8 @@ func newTraceMachine(c *trace.Config) (*traceMachine, error) {
 		cfg.BadCommits = c.BadCommits
 		cfg.PowerLosses = c.PowerLosses
 	}
-	if c.PowerLosses < 0 || c.PowerLosses > trace.MaxIndex || (c.PowerLosses > 0 && (p != ProfileDurable || c.Production || c.Membership)) {
-		return nil, fmt.Errorf("powerLosses=%d: out of range, or not profile durable without the production actions and membership", c.PowerLosses)
+	if c.PowerLosses < 0 || c.PowerLosses > trace.MaxIndex || (c.PowerLosses > 0 && (p != ProfileDurable || c.Membership)) {
+		return nil, fmt.Errorf("powerLosses=%d: out of range, or not profile durable without membership", c.PowerLosses)
 	}
 	if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
 		return nil, err

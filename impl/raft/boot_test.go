@@ -115,6 +115,16 @@ func TestBootPolicyRows(t *testing.T) {
 		{row: "4", outcome: OutcomePermanentFence, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictTruncated, silent: true, leaveRow: "1"},
 		{row: "5", outcome: OutcomeFenced, st: compacted, hs: HardState{Term: 1, LearnedCommit: 8}, verdict: VerdictClean},
 		{row: "5b", outcome: OutcomeFenced, st: compacted, hs: HardState{Term: 1, LearnedCommit: 8}, verdict: VerdictClean, silent: true},
+		// AMBIGUOUS (a power loss damaged the last batch): the WAL wrote the
+		// mark, or (the core's own) the boot adds it; a later CLEAN boot
+		// keeps it (sticky). It may campaign; FenceReleases repairs it.
+		{row: "7", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2, TruncatedAtTerm: 1, Ambiguous: true}, verdict: VerdictAmbiguous, leaveRow: "1"},
+		{row: "7", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 1}, verdict: VerdictAmbiguous, leaveRow: "1"},
+		{row: "7", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, TruncatedAtTerm: 1, Ambiguous: true}, verdict: VerdictClean, leaveRow: "1"},
+		{row: "7b", outcome: OutcomeFenced, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictAmbiguous, leaveRow: "1"},
+		{row: "7c", outcome: OutcomePermanentFence, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictAmbiguous, silent: true, leaveRow: "1"},
+		// An AMBIGUOUS boot of a TRUNCATED member stays TRUNCATED (spec PowerLoss).
+		{row: "3", outcome: OutcomeFenced, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2, TruncatedAtTerm: 1}, verdict: VerdictAmbiguous, leaveRow: "1"},
 	}
 	for _, c := range cases {
 		t.Run("row "+c.row+" "+c.verdict.String(), func(t *testing.T) {
@@ -142,12 +152,15 @@ func TestBootPolicyRows(t *testing.T) {
 			if c.verdict == VerdictTruncated && (!rd.HardStateChanged || rd.HardState.TruncatedAtTerm != c.hs.Term) {
 				t.Fatalf("the TRUNCATED boot did not persist truncatedAtTerm: %+v", rd)
 			}
+			if s, want := n.Status(), c.row[0] == '7'; s.HardState.Ambiguous != want || (want && (s.Verdict != "AMBIGUOUS" || s.HardState.TruncatedAtTerm != c.hs.Term)) {
+				t.Fatalf("hard state %+v verdict %s, AMBIGUOUS mark wanted: %v", s.HardState, s.Verdict, want)
+			}
 			if c.leaveRow == "" {
 				return
 			}
 			catchUp(t, n, st)
-			if s := n.Status(); s.FenceRow != c.leaveRow || s.Fence != OutcomeEligible {
-				t.Fatalf("after catching up: row %s %v, want row %s ELIGIBLE", s.FenceRow, s.Fence, c.leaveRow)
+			if s := n.Status(); s.FenceRow != c.leaveRow || s.Fence != OutcomeEligible || s.Verdict != "CLEAN" || s.HardState.Ambiguous {
+				t.Fatalf("after catching up: row %s %v %s (%+v), want row %s ELIGIBLE CLEAN", s.FenceRow, s.Fence, s.Verdict, s.HardState, c.leaveRow)
 			}
 		})
 	}
@@ -158,6 +171,7 @@ func TestBootPolicyRows(t *testing.T) {
 // commits them all.
 func catchUp(t *testing.T, n *Node, st *MemoryStorage) {
 	t.Helper()
+	fenced := n.Status().Fence != OutcomeEligible
 	ents := []Entry{{1, 1, nil}, {2, 1, nil}, {3, 1, nil}, {4, 1, nil}, {5, 1, nil}, {6, 2, nil}}
 	m := Message{Type: MsgApp, From: 1, To: 2, Term: 2, Entries: ents, Commit: 6, LeaderCommit: 6}
 	if err := n.Step(m); err != nil {
@@ -180,7 +194,7 @@ func catchUp(t *testing.T, n *Node, st *MemoryStorage) {
 	if len(rd.MessagesAfterPersist) != 1 || !rd.MessagesAfterPersist[0].Success || rd.MessagesAfterPersist[0].MatchIndex != 6 {
 		t.Fatalf("no durable acknowledgment: %v", rd.MessagesAfterPersist)
 	}
-	if alertsOf(rd, AlertFenceReleased) == 0 {
+	if fenced && alertsOf(rd, AlertFenceReleased) == 0 {
 		t.Fatalf("no release alert: %v", rd.Alerts)
 	}
 }

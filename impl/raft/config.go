@@ -161,7 +161,7 @@ func (c *Config) validate() error {
 
 // Bug is a set of test-only switches that re-introduce the failures the
 // durable rules prevent. The names are spec's -bug names (spec/config.go).
-type Bug uint16
+type Bug uint32
 
 // The switches.
 const (
@@ -213,6 +213,19 @@ const (
 	// value then closes its promotion fence and raises its voter floor for
 	// ever (spec learnedFrom).
 	BugLearnedCommitUnclamped
+	// BugAmbiguousTailClean: the core half of spec -bug
+	// ambiguous-tail-clean: a boot whose verdict is AMBIGUOUS (a damaged
+	// last batch that may have been acknowledged) boots CLEAN, as the WAL's
+	// TORN_TAIL did before issue 10 item 2: the boot keeps the mark it
+	// found (none on a CLEAN member), and the member votes as if it never
+	// had the batch. Its storage half (no mark written) is the driver's:
+	// the rafttest harness honours it; impl/wal always writes the mark.
+	BugAmbiguousTailClean
+	// BugAmbiguousWithholdsVote: the core half of spec -bug
+	// ambiguous-withholds-vote: an AMBIGUOUS member grants no vote (nor
+	// pre-vote), as a TRUNCATED one: after a power loss that leaves a
+	// quorum AMBIGUOUS nobody can be elected.
+	BugAmbiguousWithholdsVote
 	// BugConfigBeforeOwnTermCommit: a leader appends a configuration
 	// change before it has committed an entry of its own term (the
 	// single-server change bug Ongaro reported in 2015; docs/membership.md).
@@ -243,6 +256,8 @@ var bugNames = map[Bug]string{
 	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
 	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
+	BugAmbiguousTailClean:          "ambiguous-tail-clean",
+	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 }
 
 func (b Bug) String() string {

@@ -54,6 +54,9 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 		}
 	case MsgVoteResp, MsgPreVoteResp:
 		resp = true
+		if m.Ambiguous && !m.Granted {
+			return fmt.Errorf("a refusal marked ambiguous")
+		}
 	case MsgApp:
 		app = true
 		if err := validateApp(m); err != nil {
@@ -74,8 +77,8 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 	if !vote && (m.LastLogIndex != 0 || m.LastLogTerm != 0 || m.Transfer) {
 		return fmt.Errorf("vote fields set")
 	}
-	if !resp && m.Granted {
-		return fmt.Errorf("granted set")
+	if !resp && (m.Granted || m.Ambiguous) {
+		return fmt.Errorf("granted or ambiguous set")
 	}
 	if !app && !snap && (m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || m.LeaderCommit != 0) {
 		return fmt.Errorf("append fields set")
