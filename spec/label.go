@@ -47,6 +47,10 @@ const (
 	ActChangeConfig
 	// Power losses (power.go), only with Config.PowerLosses > 0.
 	ActPowerLoss
+	// PowerLoss of a member that restarts from a snapshot (the production
+	// profile: power_production.go), with the commit index back as the
+	// snapshot's, as CrashFromSnapshot.
+	ActPowerLossFromSnapshot
 	actionEnd
 )
 
@@ -83,6 +87,7 @@ var actionNames = [...]string{
 	ActCorruptLeaderCommit:            "CorruptLeaderCommit",
 	ActChangeConfig:                   "ChangeConfig",
 	ActPowerLoss:                      "PowerLoss",
+	ActPowerLossFromSnapshot:          "PowerLossFromSnapshot",
 }
 
 func (a Action) String() string {
@@ -172,7 +177,7 @@ func (l LabelOf[T, L]) String() string {
 	case l.Action == ActChangeConfig:
 		return fmt.Sprintf("%v(%v, %v) to %v", l.Action, l.I, l.J, DecodeConfig(l.Value))
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot ||
-		l.Action == ActPowerLoss:
+		l.Action == ActPowerLoss || l.Action == ActPowerLossFromSnapshot:
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot:
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)

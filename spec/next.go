@@ -108,7 +108,7 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	out := func(n StateOf[T, L, V], got LabelOf[T, L]) {
 		switch {
 		case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot ||
-			l.Action == ActPowerLoss:
+			l.Action == ActPowerLoss || l.Action == ActPowerLossFromSnapshot:
 			if got.Cut != l.Cut {
 				return
 			}
@@ -153,6 +153,10 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	case ActPowerLoss:
 		if m.PowerLosses > 0 {
 			m.PowerLoss(s, i, out)
+		}
+	case ActPowerLossFromSnapshot:
+		if m.PowerLosses > 0 && m.Production {
+			m.PowerLossFromSnapshot(s, i, out)
 		}
 	case ActTimeout:
 		m.Timeout(s, i, out)
@@ -223,7 +227,7 @@ func (m *Machine[T, L, V]) windowed(s *StateOf[T, L, V], emit EmitOf[T, L, V]) E
 	}
 	return func(n StateOf[T, L, V], l LabelOf[T, L]) {
 		switch l.Action {
-		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot, ActCorruptLeaderCommit, ActPowerLoss:
+		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot, ActCorruptLeaderCommit, ActPowerLoss, ActPowerLossFromSnapshot:
 		default:
 			m.openWindow(s, &n, l.I)
 		}

@@ -44,6 +44,18 @@ func (m *Machine[T, L, V]) powerLossProduction(s *StateOf[T, L, V], i ServerID, 
 	}
 }
 
+// PowerLossFromSnapshot is PowerLoss (production) with the commit index
+// coming back as a snapshot's index c, 1 <= c <= Min({commitIndex[i], k}),
+// as CrashFromSnapshot.
+func (m *Machine[T, L, V]) PowerLossFromSnapshot(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
+	if s.PowerLossesLeft == 0 {
+		return
+	}
+	m.powerLossProduction(s, i, func(n StateOf[T, L, V], l LabelOf[T, L]) {
+		keepCommit(s, i, n, l, ActPowerLossFromSnapshot, emit)
+	})
+}
+
 // powerLossImage emits the boot of i from disk image d cut at k, for every
 // learnedCommit a restart may bring back.
 func (m *Machine[T, L, V]) powerLossImage(s *StateOf[T, L, V], i ServerID, d diskImage[T, L], k int, damage bool, emit EmitOf[T, L, V]) {

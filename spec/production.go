@@ -317,6 +317,9 @@ func (m *Machine[T, L, V]) nextProduction(s *StateOf[T, L, V], emit EmitOf[T, L,
 		m.Persist(s, i, emit)
 		m.CrashFromSnapshot(s, i, emit)
 		m.CorruptFromSnapshot(s, i, emit)
+		if m.PowerLosses > 0 {
+			m.PowerLossFromSnapshot(s, i, emit) // power_production.go
+		}
 	}
 	for _, i := range m.servers {
 		for _, j := range m.servers {

@@ -49,6 +49,9 @@ var Actions = []string{
 	// with nothing vouching for it (verdict AMBIGUOUS; cut: the length of
 	// the log kept).
 	"PowerLoss",
+	// PowerLoss of a member restarting from a snapshot (production): the
+	// commit index comes back as the snapshot's, as CrashFromSnapshot.
+	"PowerLossFromSnapshot",
 }
 
 // Branches of HandleAppendEntriesRequest.

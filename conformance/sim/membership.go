@@ -19,7 +19,7 @@ import (
 func MembershipOptions(seed uint64) Options {
 	o := Default(seed)
 	o.N, o.Membership, o.InitVoters = 5, true, 3
-	o.Faults.Flips = false
+	o.Faults.Flips, o.Faults.ClusterPowerLoss = false, false
 	return o
 }
 

@@ -102,6 +102,10 @@ type Faults struct {
 	// transport's checksum (the receiver's record verification must refuse
 	// it).
 	WireFlips bool
+	// ClusterPowerLoss: every node loses power at once, and before it the
+	// last synced batch of some is damaged at rest, within the spec's budget
+	// (powerloss.go; not with Membership).
+	ClusterPowerLoss bool
 }
 
 // Rates are the probabilities and intervals of the faults.
@@ -203,6 +207,9 @@ type Counts struct {
 	Delivered, Dropped, Duplicated, Proposals, Acked, Reads, ReadsServed                                      int
 	Crashes, IOCrashes, Restarts, Flips, SyncErrors, DiskFull, SlowSyncs, Partitions, LateNotifies, WireFlips int
 	Elections, VerdictTruncated, StaleReports, LostSteps                                                      int
+	// Whole-cluster power losses (powerloss.go), the last synced batches
+	// they damaged, and the boots whose WAL verdict was AMBIGUOUS.
+	ClusterPowerLosses, SyncedBatchFlips, VerdictAmbiguous int
 	// Snapshots (SnapshotsMade and the rest are summed over every life of
 	// every node): restores of a state machine, bit flips in snapshot files.
 	SnapshotsMade, Installs, Compactions, ChunksSent, TransferRestarts, SnapshotRefused, Restores, SnapshotFlips int
@@ -230,14 +237,18 @@ func New(o Options) (*Sim, error) {
 	if o.Tick <= 0 {
 		o.Tick = 10 * time.Millisecond
 	}
-	if o.Membership && (o.Faults.Flips || o.InitVoters < 1 || o.InitVoters > o.N || o.N > 5) {
-		return nil, fmt.Errorf("sim: membership with bit flips, %d initial voters of %d nodes (1..N, N <= 5)", o.InitVoters, o.N)
+	if o.Membership && (o.Faults.Flips || o.Faults.ClusterPowerLoss || o.InitVoters < 1 || o.InitVoters > o.N || o.N > 5) {
+		return nil, fmt.Errorf("sim: membership with bit flips or whole-cluster power losses, %d initial voters of %d nodes (1..N, N <= 5)", o.InitVoters, o.N)
 	}
 	s := &Sim{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0x51a1)), TraceCheckable: -1, seen: map[string]seenKey{}}
 	s.check.init(s)
 	s.net.init(s)
 	if o.Trace {
-		cfg, err := raft.TraceConfig(raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs, Membership: o.Membership, InitVoters: o.InitVoters})
+		tp := raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs, Membership: o.Membership, InitVoters: o.InitVoters}
+		if !o.Membership && o.CoreBugs&(raft.BugAmbiguousTailClean|raft.BugAmbiguousWithholdsVote) != 0 {
+			tp.PowerLosses = raft.DefaultTraceBudget // declared from the start: the switches need it
+		}
+		cfg, err := raft.TraceConfig(tp)
 		if err != nil {
 			return nil, err
 		}

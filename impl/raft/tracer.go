@@ -389,7 +389,7 @@ func (t *tracer) boot(v Verdict) {
 		e.Action = "PowerLoss"
 	}
 	if t.n.log.committed > 0 {
-		e.Action += "FromSnapshot"
+		e.Action += "FromSnapshot" // CrashFromSnapshot, CorruptFromSnapshot, PowerLossFromSnapshot
 	}
 	t.sink.Event(e)
 }
