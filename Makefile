@@ -98,6 +98,13 @@ bugs:
 sim-long: build
 	$(BIN)/raftsim -seeds 10000 -workers 2
 
+## sim-power: raftsim, 200 seeds with every fault on plus whole-cluster power
+## losses that damage last synced batches (issue 10 item 2; docs/raftsim.md).
+## Today it finds the rule's liveness hole (docs/durable-raft.md).
+sim-power: build
+	$(BIN)/raftsim -seeds 200 -workers 2 -keep-going \
+	  -faults drops,dups,delays,partitions,crashes,flips,eio,diskfull,slowsyncs,latenotify,wireflips,clusterpowerloss
+
 ## sim-longrun: one simulated run of the replica runtime with every fault
 ## kind and at least 20,000 acknowledged writes, its trace checked (15 s).
 sim-longrun:
