@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test test-go test-race test-tlc check run model explore bugs reach tlc long-trace sim-long sim-longrun bench bench-etcd bench-cluster clean proc-traces mutate-spec mutate-spec-ci mutate-raft mutate-wal mutate-raft-all mutate-wal-all course screenshots
+.PHONY: all build test test-go test-race test-tlc check run model explore bugs reach tlc long-trace sim-long sim-longrun bench bench-etcd bench-cluster clean proc-traces mutate-spec mutate-spec-ci mutate-raft mutate-wal mutate-quorum mutate-tracker mutate-raft-all mutate-wal-all mutate-quorum-all mutate-tracker-all course screenshots
 
 all: build
 
@@ -212,8 +212,14 @@ mutate-wal:
 	@mkdir -p $(MUTATE_OUT)
 	$(MUTATE_IMPL) -tests './impl/wal/... $(MUTATE_IMPL_TESTS)' -skip-tests '$(MUTATE_SKIP_TESTS)' \
 	  -report $(MUTATE_OUT)/wal.md -json $(MUTATE_OUT)/wal.json $(MUTATE_FLAGS) ./impl/wal
+# impl/raft's quorum/ and tracker/ packages, judged by every test of impl/raft
+# (which is where their rules are used) and the conformance tests.
+mutate-quorum mutate-tracker: mutate-%:
+	@mkdir -p $(MUTATE_OUT)
+	$(MUTATE_IMPL) -tests './impl/raft/... $(MUTATE_IMPL_TESTS)' -skip-tests '$(MUTATE_SKIP_TESTS)' \
+	  -report $(MUTATE_OUT)/$*.md -json $(MUTATE_OUT)/$*.json $(MUTATE_FLAGS) ./impl/raft/$*
 # The second pass: every test of the judge, still selected by coverage.
-mutate-raft-all mutate-wal-all: mutate-%-all:
+mutate-raft-all mutate-wal-all mutate-quorum-all mutate-tracker-all: mutate-%-all:
 	$(MAKE) mutate-$* MUTATE_SKIP_TESTS='^$$' MUTATE_OUT=$(MUTATE_OUT)/all
 
 bench:

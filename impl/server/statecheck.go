@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,10 @@ import (
 // missing or was for another index never counts as a match (etcd's check
 // once passed because the hash request itself failed): without a
 // majority of equal hashes the check is inconclusive and decides nothing.
+// A round decided without some members' reports (down, or behind: no hash
+// at that index yet) asks them again for that index on each later tick
+// until they answer or a newer checkpoint is there: a member that diverged
+// and lags is still reported by the others, even when no write follows.
 
 // hashReport is one member's answer for one index.
 type hashReport struct {
@@ -84,9 +89,13 @@ func decideState(own uint64, reports []hashReport, members int) (checkOutcome, u
 
 // stateCheck is the checker's state.
 type stateCheck struct {
-	mu       sync.Mutex
-	last     uint64 // the last index decided (match or diverged)
-	outcome  checkOutcome
+	mu      sync.Mutex
+	last    uint64 // the last index decided (match or diverged)
+	outcome checkOutcome
+	// majority is the hash a majority had at last; missing the members
+	// whose report for last was not ok (asked again: checkMissing).
+	majority uint64
+	missing  []raft.NodeID
 	diverged atomic.Bool
 	why      string
 	rounds   map[checkOutcome]*atomic.Uint64
@@ -135,12 +144,16 @@ func (n *Node) stateChecks() {
 func (n *Node) checkRound() {
 	cp := n.sm.lastCheckpoint()
 	n.check.mu.Lock()
-	last := n.check.last
+	last, missing := n.check.last, n.check.missing
 	n.check.mu.Unlock()
-	if cp.index == 0 || cp.index <= last {
+	if cp.index == 0 || cp.index < last {
 		return
 	}
-	reports := n.collectReports(cp.index)
+	if cp.index == last {
+		n.checkMissing(last, missing)
+		return
+	}
+	reports := n.collectReports(cp.index, memberIDs(n.inForce()))
 	outcome, majority, odd := decideState(cp.hash, reports, len(memberIDs(n.inForce())))
 	n.check.rounds[outcome].Add(1)
 	if outcome == checkInconclusive {
@@ -148,12 +161,9 @@ func (n *Node) checkRound() {
 		return
 	}
 	n.check.mu.Lock()
-	n.check.last, n.check.outcome = cp.index, outcome
+	n.check.last, n.check.outcome, n.check.majority, n.check.missing = cp.index, outcome, majority, notOK(reports)
 	n.check.mu.Unlock()
-	for _, id := range odd {
-		n.log.Error("server: STATE CHECK: a member's state differs from the majority's", "member", uint64(id), "index", cp.index,
-			"majority_hash", hex64(majority))
-	}
+	n.logOdd(odd, cp.index, majority)
 	if outcome == checkOdd {
 		why := fmt.Sprintf("my KV state hash at index %d is %s, a majority's is %s", cp.index, hex64(cp.hash), hex64(majority))
 		n.check.mu.Lock()
@@ -166,12 +176,56 @@ func (n *Node) checkRound() {
 	}
 }
 
-// collectReports asks every other member for its hash at index.
-func (n *Node) collectReports(index uint64) []hashReport {
+// checkMissing asks the members whose report for the decided index was
+// missing again, and logs those that now answer with another hash than the
+// majority's; those still missing are asked on the next tick.
+func (n *Node) checkMissing(index uint64, missing []raft.NodeID) {
+	if len(missing) == 0 {
+		return
+	}
+	reports := n.collectReports(index, missing)
+	n.check.mu.Lock()
+	if n.check.last != index {
+		n.check.mu.Unlock()
+		return
+	}
+	majority := n.check.majority
+	n.check.missing = notOK(reports)
+	n.check.mu.Unlock()
+	var odd []raft.NodeID
+	for _, r := range reports {
+		if r.ok && r.hash != majority {
+			odd = append(odd, r.id)
+		}
+	}
+	n.logOdd(odd, index, majority)
+}
+
+func (n *Node) logOdd(odd []raft.NodeID, index, majority uint64) {
+	for _, id := range odd {
+		n.log.Error("server: STATE CHECK: a member's state differs from the majority's", "member", uint64(id), "index", index,
+			"majority_hash", hex64(majority))
+	}
+}
+
+// notOK is the ids of the reports that failed, sorted.
+func notOK(reports []hashReport) []raft.NodeID {
+	var ids []raft.NodeID
+	for _, r := range reports {
+		if !r.ok {
+			ids = append(ids, r.id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// collectReports asks each of ids but this node for its hash at index.
+func (n *Node) collectReports(index uint64, ids []raft.NodeID) []hashReport {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var out []hashReport
-	for _, id := range memberIDs(n.inForce()) {
+	for _, id := range ids {
 		if id == n.cfg.ID {
 			continue
 		}

@@ -124,6 +124,51 @@ func TestStateCheckFencesDivergent(t *testing.T) {
 	}
 }
 
+// TestStateCheckAsksAMissingMemberAgain: node 3 is down while nodes 1 and
+// 2 decide the last checkpoint (a match, 3's report missing) and no write
+// follows. Node 3 comes back with a diverged state (planted from index 20
+// on); nodes 1 and 2 ask it again for the decided index and name it. CI
+// once saw nodes 1 and 2 decide every round before the lagging odd
+// member had its hash, so they never named it.
+func TestStateCheckAsksAMissingMemberAgain(t *testing.T) {
+	logs := newLogCapture()
+	tc := newTestCluster(t, 3, func(c *Config) {
+		c.Logger, c.StateCheckEvery, c.StateCheckInterval = logs.logger(c.ID), 10, 20*time.Millisecond
+		if c.ID == 3 {
+			c.TestingDivergeAt = 20
+		}
+	})
+	lead := tc.leader()
+	if lead == 3 {
+		if r := do(t, "POST", tc.url(3, "/v1/transfer"), `{"to":1}`); r.status != 200 {
+			t.Fatalf("transfer to 1: %d %s", r.status, r.body)
+		}
+		waitFor(t, func() bool { return tc.leader() != 3 })
+		lead = tc.leader()
+	}
+	tc.stop(3)
+	for k := 0; k < 40; k++ {
+		if r := do(t, "PUT", tc.url(lead, "/v1/kv/k"), "v"); r.status != 200 {
+			t.Fatalf("put %d: %d %s", k, r.status, r.body)
+		}
+	}
+	last := tc.nodes[lead].sm.lastCheckpoint().index
+	for _, id := range []raft.NodeID{1, 2} {
+		waitFor(t, func() bool { return statusOf(t, tc, id).StateCheck.LastIndex == last })
+	}
+	tc.start(3)
+	for _, id := range []raft.NodeID{1, 2} {
+		waitFor(t, func() bool {
+			for _, l := range logs.lines(t, id, "server: STATE CHECK: a member's state differs") {
+				if num(t, l, "member") == 3 && num(t, l, "index") == last {
+					return true
+				}
+			}
+			return false
+		})
+	}
+}
+
 // TestStateCheckMissingReportNoMatch: node 2's hashes diverge and node 3
 // is down: node 1 and node 2 each have one report that differs and one
 // missing; neither counts the missing one as a match, neither is fenced,

@@ -32,7 +32,9 @@
 // The handshake: the dialer sends its cluster id, its node id, the node id
 // it meant to reach and its client address; the acceptor refuses (with a
 // reason the dialer logs, then closes) another cluster id, an id that is
-// not a peer or is its own, or a hello meant for another node, and
+// its own or neither in its address book nor in its peer set (SetPeers:
+// a member of the configuration in force is let in before its address is
+// known), or a hello meant for another node, and
 // otherwise answers with its own id and client address. So each node learns
 // its peers' client addresses, for forwarding and redirects.
 //

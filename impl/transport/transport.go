@@ -123,7 +123,12 @@ type Transport struct {
 	peers   map[raft.NodeID]*peer
 	// addrs is the address book: Config.Peers, then what SetAddress adds
 	// (a member added later). Under peersMu; the handshake accepts its ids.
-	addrs                map[raft.NodeID]string
+	addrs map[raft.NodeID]string
+	// members are the ids SetPeers last named, with or without an address:
+	// under peersMu; the handshake accepts them too, so that a leader this
+	// node has no address for yet (its address entry not applied here) can
+	// still reach it, and this node apply the entry that names the address.
+	members              map[raft.NodeID]bool
 	started, peersClosed bool // under peersMu
 	stats                Stats
 
@@ -181,9 +186,12 @@ func (t *Transport) startPeer(p *peer) {
 // a writer starts for each new one, at its address in Config.Peers (an id
 // without one is returned, and nothing is sent to it), and stops for each
 // one no longer listed (its queue dropped, its connection closed; messages
-// to it are dropped as to an unknown peer). Inbound connections are still
+// to it are dropped as to an unknown peer). Inbound connections are
 // accepted from every node of the address book (Config.Peers and
-// SetAddress). Safe from any goroutine.
+// SetAddress) and from every id of ids, with or without an address: a
+// member restarted before it applied a new leader's address entry must
+// still let that leader in, or neither could ever reach the other. Safe
+// from any goroutine.
 func (t *Transport) SetPeers(ids []raft.NodeID) (noAddr []raft.NodeID) {
 	t.peersMu.Lock()
 	defer t.peersMu.Unlock()
@@ -192,7 +200,7 @@ func (t *Transport) SetPeers(ids []raft.NodeID) (noAddr []raft.NodeID) {
 	}
 	want := map[raft.NodeID]bool{}
 	for _, id := range ids {
-		if id == t.cfg.ID {
+		if id == t.cfg.ID || id == raft.None {
 			continue
 		}
 		want[id] = true
@@ -211,6 +219,7 @@ func (t *Transport) SetPeers(ids []raft.NodeID) (noAddr []raft.NodeID) {
 			t.startPeer(p)
 		}
 	}
+	t.members = want
 	for id, p := range t.peers {
 		if !want[id] {
 			delete(t.peers, id)
@@ -242,12 +251,13 @@ func (t *Transport) SetAddress(id raft.NodeID, addr string) bool {
 	return true
 }
 
-// known reports whether id is in the address book.
+// known reports whether the handshake accepts id: it is in the address
+// book or among the peers SetPeers last named.
 func (t *Transport) known(id raft.NodeID) bool {
 	t.peersMu.RLock()
 	defer t.peersMu.RUnlock()
 	_, ok := t.addrs[id]
-	return ok
+	return ok || t.members[id]
 }
 
 // Close stops the transport: the listener and every connection are

@@ -91,11 +91,43 @@ func TestCommittedIndexNaive(t *testing.T) {
 	}
 }
 
+// TestCommittedIndexAllocates: up to 7 voters (the stack buffer's size)
+// the tally allocates nothing; beyond, once.
 func TestCommittedIndexAllocates(t *testing.T) {
-	m := Majority{1, 2, 3, 4, 5}
 	acked := func(id uint64) (uint64, bool) { return id, true }
-	if a := testing.AllocsPerRun(100, func() { m.CommittedIndex(acked) }); a != 0 {
-		t.Errorf("%v allocations for 5 voters", a)
+	for _, c := range []struct {
+		m      Majority
+		allocs float64
+	}{
+		{Majority{1, 2, 3, 4, 5}, 0},
+		{Majority{1, 2, 3, 4, 5, 6, 7}, 0},
+		{Majority{1, 2, 3, 4, 5, 6, 7, 8}, 1},
+	} {
+		if a := testing.AllocsPerRun(100, func() { c.m.CommittedIndex(acked) }); a != c.allocs {
+			t.Errorf("%v allocations for %d voters, want %v", a, len(c.m), c.allocs)
+		}
+	}
+}
+
+func TestSize(t *testing.T) {
+	for _, c := range []struct {
+		m    Majority
+		want int
+	}{
+		{Majority{}, 0}, {Majority{1}, 1}, {Majority{1, 2}, 2}, {Majority{1, 2, 3}, 2},
+		{Majority{1, 2, 3, 4}, 3}, {Majority{1, 2, 3, 4, 5}, 3},
+	} {
+		if got := c.m.Size(); got != c.want {
+			t.Errorf("%v.Size() = %d, want %d", c.m, got, c.want)
+		}
+	}
+}
+
+func TestVoteResultString(t *testing.T) {
+	for r, want := range map[VoteResult]string{VotePending: "pending", VoteLost: "lost", VoteWon: "won", 0: "VoteResult(0)", 9: "VoteResult(9)"} {
+		if got := r.String(); got != want {
+			t.Errorf("VoteResult(%d).String() = %q, want %q", uint8(r), got, want)
+		}
 	}
 }
 
