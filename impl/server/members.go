@@ -16,6 +16,7 @@ import (
 	"github.com/durableraft/durableraft/impl/kv"
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/replica"
+	"github.com/durableraft/durableraft/impl/wal"
 )
 
 // Membership changes at the server (docs/membership.md, docs/raftd.md):
@@ -93,6 +94,40 @@ func (n *Node) peerAddrLearned(id raft.NodeID, addr string) {
 			n.tr.SetPeers(n.peerSet(*m))
 		}
 	}
+}
+
+// logBookScan reads the peer address puts of the local log (every entry
+// the WAL holds, committed or not), the last per id: the boot's address
+// book for the members its configuration names before it has applied
+// their puts (membershipChanged). A restarted member applies nothing until
+// a leader tells it the commit, and a leader added after bootstrap can do
+// that only once this member can answer it, which needs its address: CI
+// found the two unable to reach each other, for ever. Taken only for an id
+// that a configuration in force names: the put of an id's address is
+// committed before the entry that adds it is appended, so a log holding
+// that entry holds the committed put before it (one put per id: the leader
+// refuses an id its book has), while a put the log holds without the entry
+// may be uncommitted, and a later leader may give that id another address.
+func logBookScan(w *wal.WAL) (map[raft.NodeID]string, error) {
+	book := map[raft.NodeID]string{}
+	for lo, hi := w.FirstIndex(), w.LastIndex()+1; lo < hi; {
+		es, err := w.Entries(lo, hi, 4<<20)
+		if err != nil {
+			return nil, fmt.Errorf("server: reading the log for peer addresses at %d: %w", lo, err)
+		}
+		for _, e := range es {
+			if !bytes.Contains(e.Data, []byte(peerKeyPrefix)) {
+				continue
+			}
+			if c, err := kv.DecodeCommand(e.Data); err == nil && c.Op == kv.OpPut {
+				if id, ok := parsePeerKey(c.Key); ok && checkPeerAddr(string(c.Value)) == nil {
+					book[id] = string(c.Value)
+				}
+			}
+		}
+		lo = es[len(es)-1].Index + 1
+	}
+	return book, nil
 }
 
 // peerSet is who the transport sends to under configuration m: its

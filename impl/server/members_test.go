@@ -250,6 +250,12 @@ func TestMembershipChanges(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition with a bound
 	}
+	// It took 4's address from its own log at boot, before applying the
+	// put (it applies nothing before 4 tells it the commit, and 4 could not
+	// without its replies: CI found the two stuck under -race).
+	if ls := logs.lines(t, restart, "server: peer addresses taken from the local log"); len(ls) != 1 || ls[0]["ids"] != "[4]" {
+		t.Fatalf("node %d's boot took %v from its log, want one line for [4]", restart, ls)
+	}
 	// Node 4 leads; node 5 joins: its leader is not an initial voter, so
 	// the joining node must answer a node its empty log does not name.
 	if tc.leader() != 4 {

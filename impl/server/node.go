@@ -190,6 +190,10 @@ type Node struct {
 	membership atomic.Pointer[raft.Membership]
 	bookMu     sync.Mutex
 	book       map[raft.NodeID]string
+	// logBook is the peer address puts of the local log at boot
+	// (logBookScan), read-only after Open: used only for members of the
+	// configuration in force whose put is not applied yet.
+	logBook map[raft.NodeID]string
 
 	lastProposeMs atomic.Int64
 	stats         Stats
@@ -273,6 +277,10 @@ func (n *Node) open() error {
 	}
 	n.rec, n.w = rec, w
 	n.logRecovery(rec)
+	if n.logBook, err = logBookScan(w); err != nil {
+		w.Close()
+		return err
+	}
 	voters := n.cluster.voters()
 	if cfg.TraceDir != "" {
 		if n.trace, err = openTrace(cfg.TraceDir, cfg.ID, voters, cfg.TestingCoreBugs); err != nil {
@@ -622,7 +630,19 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 func (n *Node) membershipChanged(m raft.Membership) {
 	m.Voters, m.Learners, m.Removed = slices.Clone(m.Voters), slices.Clone(m.Learners), slices.Clone(m.Removed)
 	n.membership.Store(&m)
-	if noAddr := n.tr.SetPeers(n.peerSet(m)); len(noAddr) > 0 {
+	noAddr := n.tr.SetPeers(n.peerSet(m))
+	var fromLog []raft.NodeID
+	for _, id := range noAddr {
+		if addr, ok := n.logBook[id]; ok {
+			n.peerAddrLearned(id, addr)
+			fromLog = append(fromLog, id)
+		}
+	}
+	if len(fromLog) > 0 {
+		n.log.Info("server: peer addresses taken from the local log before their puts are applied", "ids", fmt.Sprint(fromLog))
+		noAddr = n.tr.SetPeers(n.peerSet(m))
+	}
+	if len(noAddr) > 0 {
 		// A member whose address entry this node has not applied yet (it
 		// precedes the configuration entry, which is in force from its
 		// append): the writer starts when it applies.
