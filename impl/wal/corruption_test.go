@@ -302,3 +302,36 @@ func corruptReadFailsWAL(t testing.TB, bugs walBug) {
 		t.Fatalf("recovery after the restart: %s at %d (%s)", rec.Verdict, rec.IndexLast, rec.Reason)
 	}
 }
+
+// The AMBIGUOUS mark and the TRUNCATED one (markTruncated): an AMBIGUOUS
+// recovery of a member already marked TRUNCATED keeps the TRUNCATED mark
+// (spec PowerLoss keeps a TRUNCATED verdict), with the current term; a
+// TRUNCATED recovery replaces an AMBIGUOUS mark.
+func TestAmbiguousAndTruncatedMarks(t *testing.T) {
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	opts := manual(smallOptions())
+	w, _ := mustOpen(t, fs, opts)
+	if err := w.SetHardState(HardState{Term: 3, TruncatedAtTerm: 2}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, w, 8)
+	fs.Crash()
+	_ = w.Close()
+	fs.Restart()
+	flipLive(t, fs, opts, -1, -1, inBody)
+	w, rec := mustOpen(t, fs, opts)
+	if rec.Verdict != Ambiguous || rec.HardState != (HardState{Term: 3, TruncatedAtTerm: 3}) {
+		t.Fatalf("AMBIGUOUS over a TRUNCATED mark: %s, hard state %+v, want the TRUNCATED mark at term 3", rec.Verdict, rec.HardState)
+	}
+	if err := w.SetHardState(HardState{Term: 4, TruncatedAtTerm: 4, Ambiguous: true}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, w, 30)
+	_ = w.Close()
+	flipLive(t, fs, opts, 0, 1, inBody)
+	w, rec = mustOpen(t, fs, opts)
+	defer w.Close()
+	if rec.Verdict != Truncated || rec.HardState != (HardState{Term: 4, TruncatedAtTerm: 4}) {
+		t.Fatalf("TRUNCATED over an AMBIGUOUS mark: %s, hard state %+v, want the TRUNCATED mark", rec.Verdict, rec.HardState)
+	}
+}
