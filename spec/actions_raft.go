@@ -30,6 +30,7 @@ func (m *Machine[T, L, V]) resetVolatile(n *StateOf[T, L, V], i ServerID) {
 		n.MatchIndex[i][j] = 0
 	}
 	n.CommitIndex[i] = 0
+	n.RepairFrom[i] = 0 // repair.go: volatile
 	if m.Has(BugRestartForgetsVote) {
 		n.VotedFor[i] = Nil
 	}
@@ -602,6 +603,10 @@ func (m *Machine[T, L, V]) Receive(s *StateOf[T, L, V], msg MessageOf[T, L], emi
 	case AppendEntriesResponse:
 		m.DropStaleResponse(s, i, j, msg, emit)
 		m.HandleAppendEntriesResponse(s, i, j, msg, emit)
+	case RepairRequest:
+		m.HandleRepairRequest(s, i, j, msg, emit)
+	case RepairResponse:
+		m.HandleRepairResponse(s, i, j, msg, emit)
 	default:
 		panic(fmt.Sprintf("Receive: message with unknown mtype: %v", msg))
 	}

@@ -134,6 +134,20 @@ const (
 	// while its previous one is not committed yet.
 	BugConfigWhileUncommitted
 
+	// Repair of a TRUNCATED member from its peers (repair.go,
+	// docs/repair.md): switches of profile durable, with Config.Repair only.
+
+	// BugRepairVotesEarly: a TRUNCATED member is released (votes again)
+	// after the first peer's answer, not once the peers that answered meet
+	// every quorum.
+	BugRepairVotesEarly
+	// BugRepairIgnoresTerm: a TRUNCATED member asks for repair in the
+	// corruption's own term and counts a peer's answer given in a term no
+	// newer than the corruption's (truncatedAtTerm), although that peer
+	// may still acknowledge, after answering, entries the member's lost
+	// acknowledgments help commit.
+	BugRepairIgnoresTerm
+
 	bugEnd
 
 	classicBugs = BugVoteIgnoresLogIndex | BugCommitPriorTerm | BugAppendIgnoresLogOk |
@@ -142,6 +156,8 @@ const (
 	membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
 
 	powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
+
+	repairBugs = BugRepairVotesEarly | BugRepairIgnoresTerm
 
 	// protocolBugs are the switches profile raft takes.
 	protocolBugs = classicBugs | membershipBugs
@@ -169,6 +185,8 @@ var bugNames = map[Bug]string{
 	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
+	BugRepairVotesEarly:            "repair-votes-early",
+	BugRepairIgnoresTerm:           "repair-ignores-term",
 }
 
 func (b Bug) String() string {
@@ -292,6 +310,12 @@ type Config struct {
 	// every server is a voter).
 	Membership bool
 	InitVoters int
+
+	// Repair adds the repair of a TRUNCATED member from its peers, without
+	// a leader (repair.go, docs/repair.md): RequestRepair and its answer.
+	// Profile durable only, without the production actions, membership and
+	// power losses.
+	Repair bool
 }
 
 // Validate checks that the constants are in range.
@@ -326,7 +350,10 @@ func (c Config) Validate() error {
 	case c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote) != 0 && c.PowerLosses == 0:
 		return fmt.Errorf("-bug %v needs power losses (-power-losses)", c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote))
 	}
-	return c.validateMembership()
+	if err := c.validateMembership(); err != nil {
+		return err
+	}
+	return c.validateRepair()
 }
 
 func (c Config) String() string {
@@ -349,6 +376,9 @@ func (c Config) String() string {
 	}
 	if c.Membership {
 		s += fmt.Sprintf(" membership init-voters=%d", c.InitConfig().Voters.Len())
+	}
+	if c.Repair {
+		s += " repair"
 	}
 	return s
 }

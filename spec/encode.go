@@ -132,6 +132,9 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 			e.set(uint8(s.Damaged))
 			e.u8(s.PowerLossesLeft)
 		}
+		if m.Repair {
+			e = m.encodeRepair(e, s)
+		}
 	}
 	return e.b
 }
@@ -282,6 +285,9 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 			}
 			s.Damaged = ServerSet(d.u8())
 			s.PowerLossesLeft = d.u8()
+		}
+		if m.Repair {
+			m.decodeRepair(&d, s)
 		}
 	}
 	if d.pos != len(enc) {

@@ -134,6 +134,9 @@ func Explore(m *Model, opt Options) (*Result, error) {
 	if opt.Symmetry && m.Membership && m.InitConfig().Voters.Len() != len(m.servers) {
 		return nil, fmt.Errorf("spec: -init-voters %d makes the servers asymmetric: no -symmetry", m.InitVoters)
 	}
+	if opt.Symmetry && m.Repair {
+		return nil, fmt.Errorf("spec: -repair has no symmetry reduction yet")
+	}
 	if opt.Symmetry && opt.Without.NamesServers() {
 		return nil, fmt.Errorf("spec: a sub-model that names servers (%v) has no symmetry between them", opt.Without)
 	}

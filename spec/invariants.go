@@ -9,6 +9,7 @@ type Invariant struct {
 	Durable    bool // only in profile durable
 	Production bool // only with the production actions
 	Membership bool // only with membership (membership.go)
+	Repair     bool // only with repair from peers (repair.go)
 	Check      func(m *Model, s *State) string
 }
 
@@ -23,6 +24,7 @@ var Invariants = []Invariant{
 	{Name: "NoAckedLoss", Durable: true, Check: NoAckedLoss},
 	{Name: "SnapshotCommitted", Durable: true, Production: true, Check: SnapshotCommitted},
 	{Name: "QuorumOverlap", Membership: true, Check: QuorumOverlap},
+	{Name: "RepairCovers", Durable: true, Repair: true, Check: RepairCovers},
 }
 
 // InvariantsFor returns the invariants of the model's profile, or only the
@@ -30,7 +32,7 @@ var Invariants = []Invariant{
 func (m *Model) InvariantsFor(name string) ([]Invariant, error) {
 	var out []Invariant
 	for _, inv := range Invariants {
-		if (inv.Durable && !m.durable()) || (inv.Production && !m.Production) || (inv.Membership && !m.Membership) {
+		if (inv.Durable && !m.durable()) || (inv.Production && !m.Production) || (inv.Membership && !m.Membership) || (inv.Repair && !m.Repair) {
 			continue
 		}
 		if name == "" || inv.Name == name {

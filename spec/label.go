@@ -47,6 +47,10 @@ const (
 	ActChangeConfig
 	// Power losses (power.go), only with Config.PowerLosses > 0.
 	ActPowerLoss
+	// Repair from peers (repair.go), only with Config.Repair.
+	ActRequestRepair
+	ActHandleRepairRequest
+	ActHandleRepairResponse
 	// PowerLoss of a member that restarts from a snapshot (the production
 	// profile: power_production.go), with the commit index back as the
 	// snapshot's, as CrashFromSnapshot.
@@ -87,6 +91,9 @@ var actionNames = [...]string{
 	ActCorruptLeaderCommit:            "CorruptLeaderCommit",
 	ActChangeConfig:                   "ChangeConfig",
 	ActPowerLoss:                      "PowerLoss",
+	ActRequestRepair:                  "RequestRepair",
+	ActHandleRepairRequest:            "HandleRepairRequest",
+	ActHandleRepairResponse:           "HandleRepairResponse",
 	ActPowerLossFromSnapshot:          "PowerLossFromSnapshot",
 }
 
@@ -110,7 +117,8 @@ func ParseAction(name string) (Action, bool) {
 // ReceivesMessage reports whether the action consumes or copies a message of
 // the bag (the handlers under Receive, DuplicateMessage, DropMessage).
 func (a Action) ReceivesMessage() bool {
-	return a >= ActUpdateTerm && a <= ActDropMessage || a.productionReceives()
+	return a >= ActUpdateTerm && a <= ActDropMessage || a.productionReceives() ||
+		a == ActHandleRepairRequest || a == ActHandleRepairResponse
 }
 
 // Branch says which disjunct of HandleAppendEntriesRequest ran.
@@ -179,7 +187,7 @@ func (l LabelOf[T, L]) String() string {
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot ||
 		l.Action == ActPowerLoss || l.Action == ActPowerLossFromSnapshot:
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
-	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot:
+	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot || l.Action == ActRequestRepair:
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)
 	case l.Action == ActCorruptLeaderCommit:
 		return fmt.Sprintf("%v %v to %d", l.Action, l.Msg, l.Cut)

@@ -77,6 +77,9 @@ func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 	if m.Production {
 		m.nextProduction(s, out)
 	}
+	if m.Repair {
+		m.nextRepair(s, out)
+	}
 	for _, e := range s.Messages {
 		if m.Production {
 			m.receiveProduction(s, e.M, out)
@@ -178,6 +181,8 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		})
 	case ActAppendEntries:
 		m.AppendEntries(s, i, j, out)
+	case ActRequestRepair:
+		m.RequestRepair(s, i, j, out)
 	case ActCorruptLeaderCommit:
 		if m.BadCommits > 0 && s.Count(l.Msg) > 0 {
 			m.CorruptLeaderCommit(s, l.Msg, l.Cut, out)
@@ -211,6 +216,10 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 			if msg.Mtype == RequestVoteResponse || msg.Mtype == AppendEntriesResponse {
 				m.DropStaleResponse(s, i, j, msg, out)
 			}
+		case ActHandleRepairRequest:
+			m.HandleRepairRequest(s, i, j, msg, out)
+		case ActHandleRepairResponse:
+			m.HandleRepairResponse(s, i, j, msg, out)
 		case ActDuplicateMessage:
 			m.DuplicateMessage(s, msg, out)
 		case ActDropMessage:

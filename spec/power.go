@@ -117,6 +117,7 @@ func repaired[T Int, L Seq[T, L], V Voters[L, V]](n *StateOf[T, L, V], i ServerI
 	n.Verdict[i] = Clean
 	n.TruncatedAtTerm[i] = 0
 	n.Damaged &^= ServerSet(0).With(i)
+	n.RepairFrom[i] = 0 // repair.go
 }
 
 // batchStartAt is batchStart'[i] after a restart that keeps k entries, all

@@ -159,7 +159,8 @@ func (w *swarm) key(l *Label) (a Action, i ServerID, weight int) {
 // modelActions lists the actions the model has: weights are drawn only
 // for those, in this order, so that adding actions to one profile does not
 // change the walks of the others (membership's ChangeConfig is drawn last,
-// and only with membership; then PowerLoss, only with power losses).
+// and only with membership; then PowerLoss, only with power losses; then
+// the repair's, only with -repair).
 func modelActions(m *Model) []Action {
 	n := ActCorrupt + 1
 	if m.Production {
@@ -174,6 +175,9 @@ func modelActions(m *Model) []Action {
 	}
 	if m.PowerLosses > 0 {
 		out = append(out, ActPowerLoss) // last, and only with power losses
+	}
+	if m.Repair {
+		out = append(out, ActRequestRepair, ActHandleRepairRequest, ActHandleRepairResponse) // repair.go, only with -repair
 	}
 	return out
 }

@@ -15,6 +15,7 @@ type Sometimes struct {
 	Profile    *Profile // nil: both profiles
 	Production bool     // only with the production actions
 	PowerLoss  bool     // only with power losses (power.go)
+	Repair     bool     // only with repair from peers (repair.go)
 	Doc        string
 	State      func(m *Model, s *State) bool
 	Step       func(m *Model, pre *State, l Label, post *State) bool
@@ -138,6 +139,31 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot
 		}},
+	{Name: "RepairedByPeers", Profile: onlyDurable, Repair: true, Doc: "a TRUNCATED member is released by its peers' answers (repair.go)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActHandleRepairResponse && pre.Verdict[l.I] == Truncated && post.Verdict[l.I] == Clean
+		}},
+	{Name: "RepairTakesLog", Profile: onlyDurable, Repair: true, Doc: "a TRUNCATED member takes a peer's more up-to-date log",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActHandleRepairResponse && pre.Log[l.I] != post.Log[l.I]
+		}},
+	{Name: "RepairedBesideTruncated", Profile: onlyDurable, Repair: true, Doc: "a member is released by its peers while another member is TRUNCATED (two TRUNCATED of four)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActHandleRepairResponse && pre.Verdict[l.I] == Truncated && post.Verdict[l.I] == Clean &&
+				anyServer(m, func(i ServerID) bool { return i != l.I && pre.Verdict[i] == Truncated })
+		}},
+	{Name: "LeaderAfterRepair", Profile: onlyDurable, Repair: true, Doc: "a leader is elected with the vote of a member repaired by its peers",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			if l.Action != ActBecomeLeader {
+				return false
+			}
+			for _, r := range post.Repairs {
+				if post.VotesGranted[l.I].Has(r.Server) {
+					return true
+				}
+			}
+			return false
+		}},
 	{Name: "SyncedBatchDamaged", Profile: onlyDurable, PowerLoss: true, Doc: "a power loss damages a member's last synced batch",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActPowerLoss && post.Damaged.Has(l.I) && !pre.Damaged.Has(l.I)
@@ -172,7 +198,7 @@ var SometimesProperties = []Sometimes{
 func (m *Model) SometimesFor() []Sometimes {
 	var out []Sometimes
 	for _, p := range SometimesProperties {
-		if (p.Profile == nil || *p.Profile == m.Profile) && (!p.Production || m.Production) && (!p.PowerLoss || m.PowerLosses > 0) {
+		if (p.Profile == nil || *p.Profile == m.Profile) && (!p.Production || m.Production) && (!p.PowerLoss || m.PowerLosses > 0) && (!p.Repair || m.Repair) {
 			out = append(out, p)
 		}
 	}

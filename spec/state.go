@@ -88,6 +88,13 @@ type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	Persisted    [MaxServers + 1]PersistedOf[T]
 	Held         [MaxServers + 1][]BagEntryOf[T, L]
 	StaleDurable [MaxServers + 1]T
+
+	// Repair from peers (repair.go); zero without Config.Repair.
+	// RepairFrom[i]: the peers whose answers a TRUNCATED i has taken in
+	// since its corruption (volatile). Repairs (history): every release by
+	// repair, with the log the member was released with.
+	RepairFrom [MaxServers + 1]ServerSet
+	Repairs    []RepairOf[T, L]
 }
 
 // Persisted is the explorer's durable hard state.

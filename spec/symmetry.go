@@ -326,6 +326,7 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		// Power losses (power.go).
 		dst.BatchStart[j] = s.BatchStart[i]
 		dst.VotesAmbiguous[j] = renameSet(s.VotesAmbiguous[i], &r.srv)
+		dst.RepairFrom[j] = renameSet(s.RepairFrom[i], &r.srv) // repair.go (Explore refuses -symmetry with -repair)
 		if len(s.Held[i]) > 0 {
 			held := make([]BagEntry, len(s.Held[i]))
 			for k, e := range s.Held[i] {
@@ -374,6 +375,14 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 	dst.BadCommitsLeft = s.BadCommitsLeft
 	dst.Damaged = renameSet(s.Damaged, &r.srv)
 	dst.PowerLossesLeft = s.PowerLossesLeft
+	if len(s.Repairs) > 0 {
+		reps := make([]Repair, len(s.Repairs))
+		for k, x := range s.Repairs {
+			reps[k] = Repair{Server: r.srv[x.Server], Term: x.Term, Log: renameLog(x.Log, r)}
+		}
+		slices.SortFunc(reps, func(a, b Repair) int { return compareRepair(&a, &b) })
+		dst.Repairs = reps
+	}
 }
 
 // mergeInto sets dst to s with the merged variables (above) at fixed

@@ -42,6 +42,10 @@ func (m *Machine[T, L, V]) TraceMessage(msg MessageOf[T, L]) *trace.Message {
 		c := int(msg.MleaderCommit)
 		t.MleaderCommit = &c
 	}
+	if msg.Mtype == RepairResponse {
+		// The peer's durable log travels as runs, as a snapshot's prefix.
+		t.Mprefix, t.Mentries = trace.Runs(t.Mentries), nil
+	}
 	if msg.Mtype == InstallSnapshotRequest {
 		// The snapshot's prefix travels as runs (trace-format.md).
 		c := int(msg.MleaderCommit)

@@ -65,7 +65,8 @@ func appendRuns(l RunLog, runs []trace.Run) (RunLog, error) {
 
 var mtypes = map[string]MType{"RequestVoteRequest": RequestVoteRequest, "RequestVoteResponse": RequestVoteResponse,
 	"AppendEntriesRequest": AppendEntriesRequest, "AppendEntriesResponse": AppendEntriesResponse,
-	"InstallSnapshotRequest": InstallSnapshotRequest}
+	"InstallSnapshotRequest": InstallSnapshotRequest,
+	"RepairRequest":          RepairRequest, "RepairResponse": RepairResponse}
 
 // message converts a logged message; Mlog stays empty.
 func (c *TraceChecker) message(t *trace.Message) (traceMessage, error) {
@@ -86,9 +87,9 @@ func (c *TraceChecker) message(t *trace.Message) (traceMessage, error) {
 	if err != nil {
 		return msg, err
 	}
-	if mtype == InstallSnapshotRequest {
-		// The snapshot's prefix travels as runs; the spec's message holds
-		// it in mentries.
+	if mtype == InstallSnapshotRequest || mtype == RepairResponse {
+		// The snapshot's prefix (a repair answer's log) travels as runs;
+		// the spec's message holds it in mentries.
 		if entries, err = appendRuns(RunLog{}, t.Mprefix); err != nil {
 			return msg, err
 		}

@@ -58,6 +58,11 @@ const (
 	// InstallSnapshotRequest is the production actions' snapshot
 	// (snapshot.go): Mentries holds the prefix of the leader's log.
 	InstallSnapshotRequest
+	// RepairRequest and RepairResponse (repair.go, with Config.Repair
+	// only): a TRUNCATED member asks a peer for its durable log; the
+	// answer carries it in Mentries, with the peer's term.
+	RepairRequest
+	RepairResponse
 )
 
 func (t MType) String() string {
@@ -72,6 +77,10 @@ func (t MType) String() string {
 		return "AppendEntriesResponse"
 	case InstallSnapshotRequest:
 		return "InstallSnapshotRequest"
+	case RepairRequest:
+		return "RepairRequest"
+	case RepairResponse:
+		return "RepairResponse"
 	}
 	return fmt.Sprintf("MType(%d)", t)
 }
@@ -419,6 +428,10 @@ func (m MessageOf[T, L]) String() string {
 	case InstallSnapshotRequest:
 		return fmt.Sprintf("InstallSnapshotRequest{%v->%v term=%d prefix=%d entries leaderCommit=%d}",
 			m.Msource, m.Mdest, m.Mterm, m.Mentries.Len(), m.MleaderCommit)
+	case RepairRequest:
+		return fmt.Sprintf("RepairRequest{%v->%v term=%d}", m.Msource, m.Mdest, m.Mterm)
+	case RepairResponse:
+		return fmt.Sprintf("RepairResponse{%v->%v term=%d log=%v}", m.Msource, m.Mdest, m.Mterm, m.Mentries)
 	}
 	return fmt.Sprintf("Message{%+v}", struct{ M MessageOf[T, L] }{m})
 }

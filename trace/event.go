@@ -204,7 +204,8 @@ func (n NodeState) MarshalJSON() ([]byte, error) {
 // MleaderCommit is present on AppendEntriesRequest in profile durable only.
 // InstallSnapshotRequest (the production actions' snapshot) carries Mterm,
 // Mprefix (the runs of the leader's log up to the snapshot's last entry)
-// and MleaderCommit.
+// and MleaderCommit. RepairRequest carries Mterm only, RepairResponse Mterm
+// and Mprefix (the runs of the peer's durable log; spec/repair.go).
 type Message struct {
 	Mtype         string
 	Mterm         int
@@ -278,6 +279,13 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		if w.MleaderCommit == nil {
 			return nil, fmt.Errorf("trace: InstallSnapshotRequest without mleaderCommit")
 		}
+	case "RepairRequest":
+	case "RepairResponse":
+		prefix := m.Mprefix
+		if prefix == nil {
+			prefix = []Run{}
+		}
+		w.Mprefix = &prefix
 	default:
 		return nil, fmt.Errorf("trace: unknown mtype %q", m.Mtype)
 	}
@@ -319,6 +327,11 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		if w.Mprefix == nil || w.MleaderCommit == nil {
 			return fmt.Errorf("trace: InstallSnapshotRequest without mprefix or mleaderCommit")
 		}
+	case "RepairRequest":
+	case "RepairResponse":
+		if w.Mprefix == nil {
+			return fmt.Errorf("trace: RepairResponse without mprefix")
+		}
 	default:
 		return fmt.Errorf("trace: unknown mtype %q", w.Mtype)
 	}
@@ -342,7 +355,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("trace: %s carries mambiguous", w.Mtype)
 	}
 	m.Mambiguous = w.Mambiguous != nil && *w.Mambiguous
-	if w.Mprefix != nil && w.Mtype != "InstallSnapshotRequest" {
+	if w.Mprefix != nil && w.Mtype != "InstallSnapshotRequest" && w.Mtype != "RepairResponse" {
 		return fmt.Errorf("trace: %s carries mprefix", w.Mtype)
 	}
 	if w.Mprefix != nil {

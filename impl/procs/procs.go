@@ -144,13 +144,33 @@ func ports(cfg Config, k int) (int, int, error) {
 	return cp, pp, err
 }
 
+// handedOut is every port freePort has returned in this process: the OS
+// may give a port that was just closed again (a clean-clone CI run saw a
+// node's client and peer ports equal, and the node refuse to start), so a
+// port is never returned twice.
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
+
+// freePort returns a port of 127.0.0.1 that was free a moment ago and that
+// no earlier call returned.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
+	for range 1000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut[port] {
+			handedOut[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("procs: no port that was not handed out already in 1,000 tries")
 }
 
 // Peers is the --peers value of the initial cluster (the nodes New made).

@@ -112,3 +112,19 @@ func TestProxyRelaysAndCuts(t *testing.T) {
 		t.Fatalf("delayed %q arrived after %v", got, at.Sub(sent))
 	}
 }
+
+// TestFreePortNeverRepeats: the ports freePort hands out are distinct,
+// though the OS may offer a port it just closed again.
+func TestFreePortNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for range 200 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}

@@ -74,6 +74,13 @@ type Config struct {
 	// reported again; CatchUpTicks is how long a fenced member waits to hear
 	// from a leader before it reports the loud permanent fence.
 	AlertTicks, CatchUpTicks int
+	// PeerRepair: a TRUNCATED member that hears no leader for
+	// CatchUpTicks repairs itself from its peers and votes again
+	// (repair.go, docs/repair.md): two TRUNCATED members of four no longer
+	// leave the cluster without a leader. Off by default until the trace
+	// checker follows it (a repair is no spec step of the production
+	// profile yet).
+	PeerRepair bool
 
 	Storage Storage
 	// Trace receives the node's steps in the trace/ format; nil (the
@@ -233,6 +240,13 @@ const (
 	// BugConfigWhileUncommitted: a leader appends a configuration change
 	// while its previous one is not committed yet.
 	BugConfigWhileUncommitted
+	// BugRepairVotesEarly: a TRUNCATED member repairing from its peers
+	// (Config.PeerRepair) is released at the first answer, not once the
+	// voters that answered meet every quorum (spec repair-votes-early).
+	BugRepairVotesEarly
+	// BugRepairIgnoresTerm: it asks in the corruption's own term and counts
+	// answers of that term (spec repair-ignores-term).
+	BugRepairIgnoresTerm
 	bugEnd
 )
 
@@ -240,6 +254,11 @@ const (
 // spec: they change no step the spec models, so a trace's config does not
 // name them and spec has no switch of the same name.
 const ReportingBugs = BugLagIsFence
+
+// RepairBugs are the switches of the repair from peers (Config.PeerRepair,
+// repair.go): their scenarios are testdata/repair's, which the trace
+// checker does not follow yet.
+const RepairBugs = BugRepairVotesEarly | BugRepairIgnoresTerm
 
 var bugNames = map[Bug]string{
 	BugSelfCountsAppended:          "self-counts-appended",
@@ -258,6 +277,8 @@ var bugNames = map[Bug]string{
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
 	BugAmbiguousTailClean:          "ambiguous-tail-clean",
 	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
+	BugRepairVotesEarly:            "repair-votes-early",
+	BugRepairIgnoresTerm:           "repair-ignores-term",
 }
 
 func (b Bug) String() string {

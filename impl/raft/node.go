@@ -68,6 +68,8 @@ type Node struct {
 
 	snaps snapshotState
 
+	repair repairState // a TRUNCATED member's repair from its peers (repair.go)
+
 	// hardStateLost: Boot.HardStateLost; sticky for the node's life.
 	hardStateLost bool
 	// stateFenced: FenceStateDiverged; sticky for the node's life (a
@@ -237,6 +239,7 @@ func (n *Node) Tick() {
 			n.resetElection()
 			n.hup(false)
 		}
+		n.tickRepair()
 	}
 	n.evaluatePolicy(true)
 }
@@ -375,6 +378,7 @@ func (n *Node) Advance(a AdvanceInfo) {
 		n.maybeAutoPromote()
 	} else {
 		n.processPendingAcks()
+		n.processRepairAwaits()
 	}
 	n.evaluatePolicy(false)
 }
@@ -437,7 +441,7 @@ func (n *Node) send(m Message) {
 		}
 	}
 	switch m.Type {
-	case MsgVote, MsgVoteResp, MsgAppResp, MsgAppRespPassive:
+	case MsgVote, MsgVoteResp, MsgAppResp, MsgAppRespPassive, MsgRepair, MsgRepairResp:
 		n.msgsAfter = append(n.msgsAfter, m)
 	default:
 		n.msgs = append(n.msgs, m)

@@ -208,6 +208,9 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	if n.walFailed {
 		return false, ErrWALFailed
 	}
+	if n.repairSnapshotFrom(&m) {
+		return n.stepRepairSnapshot(&m, prefix), nil // repair.go: from a peer, not a leader
+	}
 	if m.Term > n.hs.Term {
 		n.updateTerm(&m, m.From)
 	}

@@ -57,6 +57,10 @@ func (n *Node) Step(m Message) error {
 		n.handlePreVoteResp(m)
 	case MsgTimeoutNow:
 		n.handleTimeoutNow(m)
+	case MsgRepair:
+		n.handleRepair(m)
+	case MsgRepairResp:
+		n.handleRepairResp(m)
 	default:
 		panic(fmt.Sprintf("raft: Step: validated message of type %v", m.Type))
 	}

@@ -150,13 +150,18 @@ const (
 	// snapshot in full (StepSnapshot); it never reaches Step. A spec
 	// message of the production actions (InstallSnapshotRequest).
 	MsgSnap
+	// MsgRepair and MsgRepairResp: a TRUNCATED member's request for a
+	// peer's durable log, and the answer (repair.go; spec RepairRequest and
+	// RepairResponse, with Config.PeerRepair only).
+	MsgRepair
+	MsgRepairResp
 	msgTypeEnd
 )
 
 var msgTypeNames = [...]string{
 	MsgVote: "MsgVote", MsgVoteResp: "MsgVoteResp", MsgApp: "MsgApp", MsgAppResp: "MsgAppResp",
 	MsgPreVote: "MsgPreVote", MsgPreVoteResp: "MsgPreVoteResp", MsgTimeoutNow: "MsgTimeoutNow",
-	MsgAppRespPassive: "MsgAppRespPassive", MsgSnap: "MsgSnap",
+	MsgAppRespPassive: "MsgAppRespPassive", MsgSnap: "MsgSnap", MsgRepair: "MsgRepair", MsgRepairResp: "MsgRepairResp",
 }
 
 func (t MessageType) String() string {
@@ -179,6 +184,8 @@ func (t MessageType) isSpec() bool { return (t >= MsgVote && t <= MsgAppResp) ||
 //	MsgAppRespPassive          as MsgAppResp
 //	MsgTimeoutNow              Term
 //	MsgSnap                    Term, PrevLogIndex, PrevLogTerm (the snapshot's last entry), LeaderCommit
+//	MsgRepair                  Term, LastLogIndex, LastLogTerm (the requester's durable tip), PrevLogIndex (the probe)
+//	MsgRepairResp              Term, LastLogIndex, LastLogTerm (the peer's durable tip), PrevLogIndex, PrevLogTerm, Entries
 //
 // From, To and Type are always set.
 type Message struct {
@@ -248,6 +255,15 @@ func (m Message) String() string {
 			return fmt.Sprintf("%s match=%d", head, m.MatchIndex)
 		}
 		return fmt.Sprintf("%s rejected hint=%d/%d", head, m.HintTerm, m.HintIndex)
+	case MsgRepair:
+		return fmt.Sprintf("%s last=%d/%d probe=%d", head, m.LastLogTerm, m.LastLogIndex, m.PrevLogIndex)
+	case MsgRepairResp:
+		s := fmt.Sprintf("%s last=%d/%d", head, m.LastLogTerm, m.LastLogIndex)
+		if len(m.Entries) > 0 {
+			s += fmt.Sprintf(" prev=%d/%d entries=%d/%d..%d/%d", m.PrevLogTerm, m.PrevLogIndex, m.Entries[0].Term, m.Entries[0].Index,
+				m.Entries[len(m.Entries)-1].Term, m.Entries[len(m.Entries)-1].Index)
+		}
+		return s
 	}
 	return head
 }

@@ -41,6 +41,11 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 	// The fields each type carries; every other must be zero.
 	var vote, resp, app, appResp, snap bool
 	switch m.Type {
+	case MsgRepair, MsgRepairResp:
+		if err := validateRepair(m); err != nil {
+			return err
+		}
+		return nil
 	case MsgVote, MsgPreVote:
 		vote = true
 		if m.LastLogIndex > IndexMax || m.LastLogTerm > m.Term {
@@ -100,6 +105,27 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 	}
 	if !app && !appResp && (m.Round != 0 || m.Seq != 0) {
 		return fmt.Errorf("round or seq set")
+	}
+	return nil
+}
+
+// validateRepair checks a MsgRepair or MsgRepairResp (repair.go): a tip
+// within the term, a request's probe alone of the append fields, an
+// answer's entries as an AppendEntries' (validateApp).
+func validateRepair(m *Message) error {
+	switch {
+	case m.LastLogIndex > IndexMax || m.LastLogTerm > m.Term || (m.LastLogIndex == 0) != (m.LastLogTerm == 0):
+		return fmt.Errorf("tip %d/%d beyond term %d or the index range", m.LastLogTerm, m.LastLogIndex, m.Term)
+	case m.Transfer || m.Granted || m.Commit != 0 || m.LeaderCommit != 0 || m.Round != 0 || m.Seq != 0 ||
+		m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0:
+		return fmt.Errorf("fields of another message type set")
+	case m.Type == MsgRepair && (m.PrevLogIndex > IndexMax || m.PrevLogTerm != 0 || len(m.Entries) != 0):
+		return fmt.Errorf("a repair request with entries, or a probe out of range")
+	case m.Type == MsgRepairResp && m.PrevLogIndex+uint64(len(m.Entries)) > m.LastLogIndex:
+		return fmt.Errorf("entries beyond the answer's tip %d", m.LastLogIndex)
+	}
+	if m.Type == MsgRepairResp {
+		return validateApp(m)
 	}
 	return nil
 }

@@ -135,13 +135,13 @@ func TestValidateBounds(t *testing.T) {
 		set     func(*Message)
 		carried []MessageType
 	}{
-		{"LastLogIndex", func(m *Message) { m.LastLogIndex = 1 }, []MessageType{MsgVote, MsgPreVote}},
-		{"LastLogTerm", func(m *Message) { m.LastLogTerm = 1 }, []MessageType{MsgVote, MsgPreVote}},
+		{"LastLogIndex", func(m *Message) { m.LastLogIndex = 1 }, []MessageType{MsgVote, MsgPreVote, MsgRepair, MsgRepairResp}},
+		{"LastLogTerm", func(m *Message) { m.LastLogTerm = 1 }, []MessageType{MsgVote, MsgPreVote, MsgRepair, MsgRepairResp}},
 		{"Transfer", func(m *Message) { m.Transfer = true }, []MessageType{MsgVote}},
 		{"Granted", func(m *Message) { m.Granted = true }, []MessageType{MsgVoteResp, MsgPreVoteResp}},
-		{"PrevLogIndex", func(m *Message) { m.PrevLogIndex = 1 }, []MessageType{MsgApp, MsgSnap}},
-		{"PrevLogTerm", func(m *Message) { m.PrevLogTerm = 1 }, []MessageType{MsgApp, MsgSnap}},
-		{"Entries", func(m *Message) { m.Entries = []Entry{{Index: 1, Term: 1}} }, []MessageType{MsgApp}},
+		{"PrevLogIndex", func(m *Message) { m.PrevLogIndex = 1 }, []MessageType{MsgApp, MsgSnap, MsgRepair, MsgRepairResp}},
+		{"PrevLogTerm", func(m *Message) { m.PrevLogTerm = 1 }, []MessageType{MsgApp, MsgSnap, MsgRepairResp}},
+		{"Entries", func(m *Message) { m.Entries = []Entry{{Index: 1, Term: 1}} }, []MessageType{MsgApp, MsgRepairResp}},
 		{"Commit", func(m *Message) { m.Commit = 1 }, []MessageType{MsgApp}},
 		{"LeaderCommit", func(m *Message) { m.LeaderCommit = 1 }, []MessageType{MsgApp, MsgSnap}},
 		{"Success", func(m *Message) { m.Success = true }, []MessageType{MsgAppResp, MsgAppRespPassive}},

@@ -85,6 +85,9 @@ type Options struct {
 	InitVoters int
 	// AutoPromote: raft.Config.AutoPromote on every node.
 	AutoPromote bool
+	// PeerRepair: raft.Config.PeerRepair on every node (a TRUNCATED member
+	// without a leader repairs itself from its peers).
+	PeerRepair bool
 }
 
 // acked is an entry a client was told is committed.
@@ -185,7 +188,7 @@ func (c *Cluster) config(sn *SimNode) raft.Config {
 	o := c.Opts
 	cfg := raft.Config{ID: sn.ID, Voters: c.initVoters(), Joining: !slices.Contains(c.initVoters(), sn.ID), ElectionTick: o.ElectionTick, HeartbeatTick: o.HeartbeatTick,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(sn.ID)<<32, uint64(sn.boots))),
-		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead, AutoPromote: o.AutoPromote,
+		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, LeaseRead: o.LeaseRead, AutoPromote: o.AutoPromote, PeerRepair: o.PeerRepair,
 		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax, InflightBytesMax: o.InflightBytesMax,
 		Storage: sn.WAL.Log, TestingBugs: o.Bugs}
 	if cfg.ElectionTick == 0 {

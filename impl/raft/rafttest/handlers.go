@@ -238,6 +238,7 @@ func (e *Env) handleCluster(c Cmd) error {
 	}
 	o.Membership = c.has("membership") || o.InitVoters > 0
 	o.AutoPromote = c.has("autopromote")
+	o.PeerRepair = c.has("peerrepair")
 	cl, err := NewCluster(o)
 	if err != nil {
 		return err

@@ -214,35 +214,3 @@ func (c Config) Apply(ch Change) (Config, error) {
 	}
 	return n, nil
 }
-
-// Diff is the single-server change that leads from c to n, and whether
-// there is one (ok false: n is c, or more than one server differs).
-func (c Config) Diff(n Config) (Change, bool) {
-	var found []Change
-	for _, id := range union(c.Members(), n.Members()) {
-		switch {
-		case c.IsVoter(id) == n.IsVoter(id) && c.IsLearner(id) == n.IsLearner(id):
-		case !c.IsMember(id) && n.IsLearner(id):
-			found = append(found, Change{AddLearner, id})
-		case c.IsLearner(id) && n.IsVoter(id):
-			found = append(found, Change{Promote, id})
-		case c.IsMember(id) && !n.IsMember(id):
-			found = append(found, Change{Remove, id})
-		default:
-			return Change{}, false
-		}
-	}
-	if len(found) != 1 {
-		return Change{}, false
-	}
-	if want, err := c.Apply(found[0]); err != nil || !want.Equal(n) {
-		return Change{}, false
-	}
-	return found[0], true
-}
-
-func union(a, b []uint64) []uint64 {
-	out := append(slices.Clone(a), b...)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
