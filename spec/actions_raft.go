@@ -234,11 +234,11 @@ func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit Em
 	if s.VotesAmbiguous[i] != 0 && !m.electedBy(s.VotesGranted[i], s.VotesAmbiguous[i]) {
 		return
 	}
-	if m.durable() && !m.Has(BugNoPromotionFence) && !PromotionFenceOpen(s, i) {
+	if m.durable() && !m.Has(BugNoPromotionFence) && !m.promotionFenceOpen(s, i) {
 		return
 	}
 	n := *s
-	if s.Verdict[i] == Ambiguous {
+	if s.Verdict[i] == Ambiguous || (m.MarkedVotes && s.Verdict[i] != Clean) {
 		repaired(&n, i)
 	}
 	n.State[i] = Leader
@@ -264,6 +264,25 @@ func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit Em
 // unanimous election, BecomeLeader.)
 func PromotionFenceOpen[T Int, L Seq[T, L], V Voters[L, V]](s *StateOf[T, L, V], i ServerID) bool {
 	return s.Verdict[i] != Truncated && s.DurableLen[i] >= s.LearnedCommit[i]
+}
+
+// promotionFenceOpen is PromotionFenceOpen, where with MarkedVotes a
+// TRUNCATED candidate passes the verdict half: its own grant is marked, so
+// BecomeLeader elects it only unanimously (electedBy).
+func (m *Machine[T, L, V]) promotionFenceOpen(s *StateOf[T, L, V], i ServerID) bool {
+	if m.MarkedVotes {
+		return s.DurableLen[i] >= s.LearnedCommit[i]
+	}
+	return PromotionFenceOpen(s, i)
+}
+
+// markedVoter reports whether i's grant is marked (mambiguous): i is
+// AMBIGUOUS, or with MarkedVotes not CLEAN.
+func (m *Machine[T, L, V]) markedVoter(s *StateOf[T, L, V], i ServerID) bool {
+	if m.MarkedVotes {
+		return s.Verdict[i] != Clean
+	}
+	return s.Verdict[i] == Ambiguous
 }
 
 // ClientRequest is raft.tla's ClientRequest(i, v): leader i receives a
@@ -426,7 +445,7 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		if !m.Has(BugNoVoterLearnedFloor) && msg.MlastLogIndex < s.LearnedCommit[i] {
 			grant = false
 		}
-		if !m.Has(BugTruncatedMemberVotes) && s.Verdict[i] == Truncated {
+		if !m.Has(BugTruncatedMemberVotes) && !m.MarkedVotes && s.Verdict[i] == Truncated {
 			grant = false
 		}
 		if m.Has(BugAmbiguousWithholdsVote) && s.Verdict[i] == Ambiguous {
@@ -443,7 +462,7 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		MvoteGranted: grant,
 		Msource:      i,
 		Mdest:        j,
-		Mambiguous:   grant && s.Verdict[i] == Ambiguous,
+		Mambiguous:   grant && m.markedVoter(s, i),
 	}
 	if m.history {
 		resp.Mlog = s.Log[i]

@@ -316,6 +316,16 @@ type Config struct {
 	// Profile durable only, without the production actions, membership and
 	// power losses.
 	Repair bool
+
+	// MarkedVotes (profile durable; the ambig-rule proposal, issue 10
+	// item 2): every voter that is not CLEAN grants, against its durable
+	// log, marked (a TRUNCATED one as an AMBIGUOUS one does, instead of no
+	// vote), and a candidate that is not CLEAN may become leader on a
+	// unanimous election (then CLEAN). Off: the rule of power.go (a
+	// TRUNCATED member grants none and never leads), whose liveness hole
+	// (a TRUNCATED and an AMBIGUOUS member of three wedge the cluster)
+	// docs/durable-raft.md records.
+	MarkedVotes bool
 }
 
 // Validate checks that the constants are in range.
@@ -347,6 +357,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bad-commits=%d: want 0..200, and the production actions", c.BadCommits)
 	case c.PowerLosses < 0 || c.PowerLosses > 200 || (c.PowerLosses > 0 && (c.Profile != ProfileDurable || c.Membership)):
 		return fmt.Errorf("power-losses=%d: want 0..200, profile durable, without membership", c.PowerLosses)
+	case c.MarkedVotes && (c.PowerLosses == 0 || c.Production || c.Repair):
+		return fmt.Errorf("marked-votes needs power losses (votesAmbiguous), without the production actions and repair")
 	case c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote) != 0 && c.PowerLosses == 0:
 		return fmt.Errorf("-bug %v needs power losses (-power-losses)", c.Bugs&(BugAmbiguousTailClean|BugAmbiguousWithholdsVote))
 	}
@@ -379,6 +391,9 @@ func (c Config) String() string {
 	}
 	if c.Repair {
 		s += " repair"
+	}
+	if c.MarkedVotes {
+		s += " marked-votes"
 	}
 	return s
 }
