@@ -12,6 +12,7 @@ import (
 
 	"github.com/durableraft/durableraft/conformance/sim"
 	"github.com/durableraft/durableraft/impl/marks"
+	"github.com/durableraft/durableraft/trace"
 )
 
 // seedRange reads a range "a-b" (or a single seed) from the environment
@@ -167,6 +168,9 @@ func TestSimSeedLog(t *testing.T) {
 // its trace (TestSimSeedTrace) and draws it (raftspec viz, docs/course.md).
 func drawCommand(o sim.Options) string {
 	env := fmt.Sprintf("SIM_TRACE_SEED=%d SIM_TRACE_FILE=/tmp/sim-%d.ndjson", o.Seed, o.Seed)
+	if o.PeerRepair {
+		env += " SIM_REPAIR=1" // sim.RepairOptions
+	}
 	if b := (sim.Bugs{Core: o.CoreBugs, Runtime: o.RuntimeBugs, KV: o.KVBugs, Server: o.ServerBugs}).String(); b != "" {
 		env += " SIM_BUGS=" + b
 	}
@@ -176,7 +180,8 @@ func drawCommand(o sim.Options) string {
 
 // TestSimSeedTrace writes one seed's trace to SIM_TRACE_FILE
 // (SIM_TRACE_SEED=S; SIM_BUGS switches bugs of any layer on, as a failing
-// seed's message says; SIM_RUNTIME_BUGS and SIM_CORE_BUGS are read too).
+// seed's message says; SIM_RUNTIME_BUGS and SIM_CORE_BUGS are read too;
+// SIM_REPAIR=1 runs sim.RepairOptions rather than sim.Default).
 // raftsim -seed S -trace F does the same for sim.Default's options.
 func TestSimSeedTrace(t *testing.T) {
 	v, path := os.Getenv("SIM_TRACE_SEED"), os.Getenv("SIM_TRACE_FILE")
@@ -188,6 +193,9 @@ func TestSimSeedTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := sim.Default(seed)
+	if os.Getenv("SIM_REPAIR") != "" {
+		o = sim.RepairOptions(seed)
+	}
 	bugs, err := sim.ParseBugs(os.Getenv("SIM_BUGS") + "," + os.Getenv("SIM_RUNTIME_BUGS") + "," + os.Getenv("SIM_CORE_BUGS"))
 	if err != nil {
 		t.Fatal(err)
@@ -247,8 +255,7 @@ func TestBugCatalogue(t *testing.T) {
 				bound = uncaught
 			}
 			for seed := uint64(1); seed <= bound; seed++ {
-				o := sim.Default(seed)
-				row.Bugs.Apply(&o)
+				o := row.Options(seed)
 				ok, why, err := caught(o)
 				if err != nil {
 					t.Fatal(err)
@@ -334,4 +341,56 @@ func TestSimulatedMembership(t *testing.T) {
 	if !t.Failed() && total.ConfigChanges < int(hi-lo+1) {
 		t.Errorf("%d membership changes applied in %d seeds", total.ConfigChanges, hi-lo+1)
 	}
+}
+
+// TestSimulatedRepair runs four replicas with the repair from peers
+// (sim.RepairOptions: raft.Config.PeerRepair, bit flips on up to two
+// members at once) under every other fault: no invariant breaks, every
+// trace is a behaviour of the spec with -repair, and across the seeds two
+// members are TRUNCATED at once and members are repaired by their peers.
+func TestSimulatedRepair(t *testing.T) {
+	lo, hi := seedRange(t, "SIM_REPAIR_SEEDS", 1, 12)
+	if testing.Short() {
+		hi = lo + 3
+	}
+	twoAtOnce, released := 0, 0
+	for seed := lo; seed <= hi; seed++ {
+		s := runSeed(t, sim.RepairOptions(seed))
+		two, rel := repairSeen(s.Events)
+		if two {
+			twoAtOnce++
+		}
+		released += rel
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("seeds %d-%d: %d with two members TRUNCATED at once, %d releases by peers", lo, hi, twoAtOnce, released)
+	if !t.Failed() && (twoAtOnce == 0 || released == 0) {
+		t.Errorf("seeds %d-%d: %d with two TRUNCATED at once, %d releases by peers: the repair is not exercised", lo, hi, twoAtOnce, released)
+	}
+}
+
+// repairSeen reads a run's trace: whether two members were TRUNCATED at
+// once, and how many were released by their peers' answers.
+func repairSeen(events []trace.Event) (two bool, released int) {
+	truncated := map[string]bool{}
+	for _, e := range events {
+		if e.State == nil {
+			continue
+		}
+		was := truncated[e.Node]
+		truncated[e.Node] = e.State.Verdict == "TRUNCATED"
+		if was && !truncated[e.Node] && e.Action == "HandleRepairResponse" {
+			released++
+		}
+		k := 0
+		for _, v := range truncated {
+			if v {
+				k++
+			}
+		}
+		two = two || k >= 2
+	}
+	return two, released
 }

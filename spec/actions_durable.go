@@ -123,7 +123,7 @@ func (m *Machine[T, L, V]) corrupt(s *StateOf[T, L, V], i ServerID, keepDurable 
 	if s.CorruptionsLeft == 0 {
 		return
 	}
-	truncated := s.Damaged // power losses: the damaged members lost durable entries too
+	truncated := s.Damaged | s.Wipe.Wiped // power losses, wipes: the damaged and wiped members lost durable entries too
 	for _, k := range m.servers {
 		if s.Verdict[k] == Truncated {
 			truncated = truncated.With(k)

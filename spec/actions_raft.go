@@ -67,7 +67,7 @@ func (m *Machine[T, L, V]) Timeout(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 	if s.State[i] != Follower && s.State[i] != Candidate {
 		return
 	}
-	if m.Membership && !m.isVoter(s, i) {
+	if (m.Membership && !m.isVoter(s, i)) || m.passive(s, i) {
 		return
 	}
 	n := *s
@@ -452,6 +452,9 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 			grant = false
 		}
 	}
+	if m.passive(s, i) {
+		grant = false // wipe.go
+	}
 	n := *s
 	if grant {
 		n.VotedFor[i] = j
@@ -618,7 +621,7 @@ func (m *Machine[T, L, V]) Receive(s *StateOf[T, L, V], msg MessageOf[T, L], emi
 		m.DropStaleResponse(s, i, j, msg, emit)
 		m.HandleRequestVoteResponse(s, i, j, msg, emit)
 	case AppendEntriesRequest:
-		m.HandleAppendEntriesRequest(s, i, j, msg, emit)
+		m.handleAppendEntriesRequestOrPassive(s, i, j, msg, emit) // wipe.go
 	case AppendEntriesResponse:
 		m.DropStaleResponse(s, i, j, msg, emit)
 		m.HandleAppendEntriesResponse(s, i, j, msg, emit)

@@ -147,6 +147,17 @@ const (
 	// may still acknowledge, after answering, entries the member's lost
 	// acknowledgments help commit.
 	BugRepairIgnoresTerm
+	// Wiped members (wipe.go): switches of either profile, with
+	// Config.Wipes only.
+
+	// BugWipedVotes: a member whose data directory was wiped boots as
+	// an ordinary first boot, with nothing confirmed by its peers: it
+	// votes and campaigns at once (the code before issue 18).
+	BugWipedVotes
+	// BugWipeConfirmQuorum: a first boot is confirmed by a majority of
+	// the configuration other than itself instead of by every other
+	// member.
+	BugWipeConfirmQuorum
 
 	bugEnd
 
@@ -158,9 +169,10 @@ const (
 	powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
 
 	repairBugs = BugRepairVotesEarly | BugRepairIgnoresTerm
+	wipeBugs   = BugWipedVotes | BugWipeConfirmQuorum
 
 	// protocolBugs are the switches profile raft takes.
-	protocolBugs = classicBugs | membershipBugs
+	protocolBugs = classicBugs | membershipBugs | wipeBugs
 )
 
 var bugNames = map[Bug]string{
@@ -187,6 +199,8 @@ var bugNames = map[Bug]string{
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
 	BugRepairVotesEarly:            "repair-votes-early",
 	BugRepairIgnoresTerm:           "repair-ignores-term",
+	BugWipedVotes:                  "wiped-votes",
+	BugWipeConfirmQuorum:           "wipe-confirm-quorum",
 }
 
 func (b Bug) String() string {
@@ -326,6 +340,13 @@ type Config struct {
 	// (a TRUNCATED and an AMBIGUOUS member of three wedge the cluster)
 	// docs/durable-raft.md records.
 	MarkedVotes bool
+
+	// Wipes: how many Wipe steps a behaviour may take in all (wipe.go):
+	// a member's data directory emptied, the member restarted under its
+	// old id. With Wipes > 0 every first boot (Init's too) must be
+	// confirmed by its peers before the member votes or campaigns. State
+	// (wipesLeft and the confirmation variables), fingerprinted when not 0.
+	Wipes int
 }
 
 // Validate checks that the constants are in range.
@@ -365,6 +386,9 @@ func (c Config) Validate() error {
 	if err := c.validateMembership(); err != nil {
 		return err
 	}
+	if err := c.validateWipes(); err != nil {
+		return err
+	}
 	return c.validateRepair()
 }
 
@@ -394,6 +418,9 @@ func (c Config) String() string {
 	}
 	if c.MarkedVotes {
 		s += " marked-votes"
+	}
+	if c.Wipes > 0 {
+		s += fmt.Sprintf(" wipes=%d", c.Wipes)
 	}
 	return s
 }

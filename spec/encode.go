@@ -136,6 +136,9 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 			e = m.encodeRepair(e, s)
 		}
 	}
+	if m.Wipes > 0 {
+		e.wipe(m, &s.Wipe)
+	}
 	return e.b
 }
 
@@ -289,6 +292,9 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 		if m.Repair {
 			m.decodeRepair(&d, s)
 		}
+	}
+	if m.Wipes > 0 {
+		d.wipe(m, &s.Wipe)
 	}
 	if d.pos != len(enc) {
 		return nil, fmt.Errorf("spec: decode state: %d trailing bytes", len(enc)-d.pos)

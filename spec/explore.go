@@ -137,6 +137,9 @@ func Explore(m *Model, opt Options) (*Result, error) {
 	if opt.Symmetry && m.Repair {
 		return nil, fmt.Errorf("spec: -repair has no symmetry reduction yet")
 	}
+	if opt.Symmetry && m.Wipes > 0 {
+		return nil, fmt.Errorf("spec: -wipes has no -symmetry yet (wipe.go's sets are not renamed)")
+	}
 	if opt.Symmetry && opt.Without.NamesServers() {
 		return nil, fmt.Errorf("spec: a sub-model that names servers (%v) has no symmetry between them", opt.Without)
 	}

@@ -261,7 +261,8 @@ func hasEntry(log Log, index, t uint8) bool {
 //	    {s \in Server : /\ durableLen[s] >= c.index
 //	                    /\ log[s][c.index].term = c.term}
 //	      \cup {s \in Server : verdict[s] = Truncated}
-//	      \cup {s \in damaged : verdict[s] = Ambiguous} \in Quorum
+//	      \cup {s \in damaged : verdict[s] = Ambiguous}
+//	      \cup wiped \in Quorum
 //
 // power losses: a member whose last synced batch was damaged counts as a
 // holder while it is AMBIGUOUS (fenced as power.go's rule has it), not
@@ -272,7 +273,7 @@ func CommittedIsDurable(m *Model, s *State) string {
 	for _, c := range s.Committed {
 		var holders ServerSet
 		for _, i := range m.servers {
-			if holdsDurably(s, i, c.Index, c.Term) || s.Verdict[i] == Truncated || (s.Verdict[i] == Ambiguous && s.Damaged.Has(i)) {
+			if holdsDurably(s, i, c.Index, c.Term) || s.Verdict[i] == Truncated || (s.Verdict[i] == Ambiguous && s.Damaged.Has(i)) || s.Wipe.Wiped.Has(i) {
 				holders = holders.With(i)
 			}
 		}

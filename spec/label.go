@@ -55,6 +55,10 @@ const (
 	// profile: power_production.go), with the commit index back as the
 	// snapshot's, as CrashFromSnapshot.
 	ActPowerLossFromSnapshot
+	// Wipes (wipe.go), only with Config.Wipes > 0.
+	ActWipe
+	ActAnswerFirstBoot
+	ActConfirmFirstBoot
 	actionEnd
 )
 
@@ -95,6 +99,9 @@ var actionNames = [...]string{
 	ActHandleRepairRequest:            "HandleRepairRequest",
 	ActHandleRepairResponse:           "HandleRepairResponse",
 	ActPowerLossFromSnapshot:          "PowerLossFromSnapshot",
+	ActWipe:                           "Wipe",
+	ActAnswerFirstBoot:                "AnswerFirstBoot",
+	ActConfirmFirstBoot:               "ConfirmFirstBoot",
 }
 
 func (a Action) String() string {

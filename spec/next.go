@@ -47,6 +47,7 @@ func (m *Machine[T, L, V]) Next(s *StateOf[T, L, V], emit EmitOf[T, L, V]) {
 			m.Restart(s, i, out)
 		}
 	}
+	m.nextWipe(s, out)
 	for _, i := range m.servers {
 		m.Timeout(s, i, out)
 	}
@@ -161,6 +162,8 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 		if m.PowerLosses > 0 && m.Production {
 			m.PowerLossFromSnapshot(s, i, out)
 		}
+	case ActWipe, ActAnswerFirstBoot, ActConfirmFirstBoot:
+		m.stepWipe(s, l, out)
 	case ActTimeout:
 		m.Timeout(s, i, out)
 	case ActRequestVote:
@@ -206,7 +209,7 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 			}
 		case ActHandleAppendEntriesRequest:
 			if msg.Mtype == AppendEntriesRequest && !(m.Production && msg.Mentries.Len() > 1) {
-				m.HandleAppendEntriesRequest(s, i, j, msg, out)
+				m.handleAppendEntriesRequestOrPassive(s, i, j, msg, out) // wipe.go
 			}
 		case ActHandleAppendEntriesResponse:
 			if msg.Mtype == AppendEntriesResponse {

@@ -60,8 +60,8 @@ func (c Config) validateRepair() error {
 	switch {
 	case !c.Repair && c.Bugs&repairBugs != 0:
 		return fmt.Errorf("the bugs %v need -repair", repairBugs)
-	case c.Repair && (c.Profile != ProfileDurable || c.Production || c.Membership || c.PowerLosses > 0):
-		return fmt.Errorf("-repair: profile durable only, without -production, -membership and power losses")
+	case c.Repair && (c.Profile != ProfileDurable || c.Membership || c.PowerLosses > 0):
+		return fmt.Errorf("-repair: profile durable only, without -membership and power losses")
 	}
 	return nil
 }
@@ -81,14 +81,17 @@ func (c Config) validateRepair() error {
 // asks only once it is in one itself (a TRUNCATED member reaches one by
 // timing out: Timeout is not fenced, and the vote it then asks for is
 // refused by its own rule 7; the core raises its term without a
-// campaign), and its request takes the peers there.
+// campaign, which its trace shows as Timeout then StepDown, the same
+// state), and its request takes the peers there. In the production
+// profile the request, as any message after a hard-state change, waits in
+// the persistence window (post).
 func (m *Machine[T, L, V]) RequestRepair(s *StateOf[T, L, V], i, j ServerID, emit EmitOf[T, L, V]) {
 	if !m.Repair || i == j || s.Verdict[i] != Truncated || s.RepairFrom[i].Has(j) ||
 		(s.CurrentTerm[i] <= s.TruncatedAtTerm[i] && !m.Has(BugRepairIgnoresTerm)) {
 		return
 	}
 	n := *s
-	n.Send(MessageOf[T, L]{Mtype: RepairRequest, Mterm: s.CurrentTerm[i], Msource: i, Mdest: j})
+	m.post(&n, MessageOf[T, L]{Mtype: RepairRequest, Mterm: s.CurrentTerm[i], Msource: i, Mdest: j})
 	emit(n, LabelOf[T, L]{Action: ActRequestRepair, I: i, J: j})
 }
 
@@ -112,7 +115,7 @@ func (m *Machine[T, L, V]) HandleRepairRequest(s *StateOf[T, L, V], i, j ServerI
 	}
 	n := *s
 	if s.Verdict[i] == Clean {
-		n.Reply(MessageOf[T, L]{Mtype: RepairResponse, Mterm: s.CurrentTerm[i],
+		m.reply(&n, MessageOf[T, L]{Mtype: RepairResponse, Mterm: s.CurrentTerm[i],
 			Mentries: s.Log[i].Prefix(int(s.DurableLen[i])), Msource: i, Mdest: j}, msg)
 	} else {
 		n.Discard(msg)
@@ -145,7 +148,8 @@ func (m *Machine[T, L, V]) HandleRepairRequest(s *StateOf[T, L, V], i, j ServerI
 //
 // Taking the answer replaces the whole log, its unsynced suffix included
 // (never acknowledged), and the core makes it durable before it counts the
-// answer. commitIndex is left as it is: every entry it covers is in the
+// answer: in the production profile the take and the count are separate
+// steps, as the core does them (repairprod.go). commitIndex is left as it is: every entry it covers is in the
 // more up-to-date log (StateMachineSafety would say otherwise).
 func (m *Machine[T, L, V]) HandleRepairResponse(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mtype != RepairResponse || msg.Mterm > s.CurrentTerm[i] {
@@ -159,10 +163,21 @@ func (m *Machine[T, L, V]) HandleRepairResponse(s *StateOf[T, L, V], i, j Server
 		return
 	}
 	if d := s.Log[i].Prefix(int(s.DurableLen[i])); moreUpToDate(msg.Mentries, d) {
+		if m.Production {
+			m.takeRepair(s, i, j, msg, emit) // repairprod.go: take now, count once durable
+			return
+		}
 		n.Log[i] = msg.Mentries
 		n.DurableLen[i] = T(msg.Mentries.Len())
 		n.StaleLog[i] = *new(L)
 	}
+	m.countRepair(s, &n, i, j, label, emit)
+}
+
+// countRepair counts j's answer, with n the state after its log was taken,
+// and releases i once the peers counted meet every quorum.
+func (m *Machine[T, L, V]) countRepair(s, np *StateOf[T, L, V], i, j ServerID, label LabelOf[T, L], emit EmitOf[T, L, V]) {
+	n := *np
 	from := s.RepairFrom[i].With(j)
 	if !m.repairedBy(from) {
 		n.RepairFrom[i] = from

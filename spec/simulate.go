@@ -179,6 +179,9 @@ func modelActions(m *Model) []Action {
 	if m.Repair {
 		out = append(out, ActRequestRepair, ActHandleRepairRequest, ActHandleRepairResponse) // repair.go, only with -repair
 	}
+	if m.Wipes > 0 {
+		out = append(out, ActWipe, ActAnswerFirstBoot, ActConfirmFirstBoot)
+	}
 	return out
 }
 

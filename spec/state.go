@@ -95,6 +95,8 @@ type StateOf[T Int, L Seq[T, L], V Voters[L, V]] struct {
 	// repair, with the log the member was released with.
 	RepairFrom [MaxServers + 1]ServerSet
 	Repairs    []RepairOf[T, L]
+	// Wipes (wipe.go); zero without them.
+	Wipe WipeVarsOf[T]
 }
 
 // Persisted is the explorer's durable hard state.
@@ -130,6 +132,7 @@ func (m *Machine[T, L, V]) Init() *StateOf[T, L, V] {
 		s.BadCommitsLeft = T(m.BadCommits)
 		s.PowerLossesLeft = T(m.PowerLosses)
 	}
+	m.initWipe(s)
 	if m.Production {
 		for _, i := range m.servers {
 			s.Persisted[i] = PersistedOf[T]{CurrentTerm: 1, VotedFor: Nil}

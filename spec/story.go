@@ -152,6 +152,8 @@ func (st *Story) config(kvs []string) error {
 			st.Config.Production = n != 0
 		case "powerlosses":
 			st.Config.PowerLosses = n
+		case "wipes":
+			st.Config.Wipes = n
 		default:
 			return fmt.Errorf("unknown config %q", k)
 		}
@@ -241,7 +243,7 @@ func (st *Story) label(m *Model, s *State, ln storyLine) (Label, func(*State) bo
 			return fail("%d matching messages in the bag", len(found))
 		}
 		l.Msg, l.J = found[0], src
-	case a == ActRequestVote || a == ActAppendEntries:
+	case a == ActRequestVote || a == ActAppendEntries || a == ActAnswerFirstBoot:
 		if len(f) != 3 {
 			return fail("want: %s I J", a)
 		}

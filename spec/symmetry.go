@@ -383,6 +383,12 @@ func (c *canonicalizer) rename(dst, s *State, r *renaming) {
 		slices.SortFunc(reps, func(a, b Repair) int { return compareRepair(&a, &b) })
 		dst.Repairs = reps
 	}
+	dst.Wipe = WipeVars{Left: s.Wipe.Left, Wiped: renameSet(s.Wipe.Wiped, &r.srv), Unconfirmed: renameSet(s.Wipe.Unconfirmed, &r.srv),
+		Lost: renameSet(s.Wipe.Lost, &r.srv)}
+	for _, i := range c.m.servers {
+		dst.Wipe.Answered[r.srv[i]] = renameSet(s.Wipe.Answered[i], &r.srv)
+		dst.Wipe.Known[r.srv[i]] = renameSet(s.Wipe.Known[i], &r.srv)
+	}
 }
 
 // mergeInto sets dst to s with the merged variables (above) at fixed

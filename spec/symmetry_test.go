@@ -230,7 +230,7 @@ func TestRenameCoversState(t *testing.T) {
 		reflect.TypeOf(State{}): {"Messages", "Elections", "AllLogs", "CurrentTerm", "State", "VotedFor", "Log",
 			"CommitIndex", "VotesResponded", "VotesGranted", "VoterLog", "NextIndex", "MatchIndex", "DurableLen",
 			"LearnedCommit", "Verdict", "TruncatedAtTerm", "StaleLog", "Committed", "CrashesLeft", "CorruptionsLeft", "BadCommitsLeft",
-			"BatchStart", "VotesAmbiguous", "Damaged", "PowerLossesLeft", "Persisted", "Held", "StaleDurable", "RepairFrom", "Repairs"},
+			"BatchStart", "VotesAmbiguous", "Damaged", "PowerLossesLeft", "Persisted", "Held", "StaleDurable", "RepairFrom", "Repairs", "Wipe"},
 		reflect.TypeOf(Message{}): {"Mtype", "Mterm", "MlastLogTerm", "MlastLogIndex", "MprevLogIndex", "MprevLogTerm",
 			"Mentries", "Mlog", "McommitIndex", "MleaderCommit", "MvoteGranted", "Msuccess", "MmatchIndex", "Msource", "Mdest", "Mambiguous"},
 		reflect.TypeOf(Election{}):       {"Eterm", "Eleader", "Elog", "Evotes", "EvoterLog"},

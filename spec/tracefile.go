@@ -102,6 +102,7 @@ func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 		c.Production = m.Production
 		c.BadCommits = m.BadCommits
 		c.PowerLosses = m.PowerLosses
+		c.Repair = m.Repair
 	}
 	if m.Membership {
 		c.Membership, c.InitVoters = true, m.InitVoters
@@ -120,7 +121,7 @@ func (m *Model) stepEvent(st Step) trace.Event {
 func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Event {
 	e := trace.Event{Action: l.Action.String(), Node: serverName(l.I), State: m.nodeStateWithoutLog(s, l.I)}
 	switch {
-	case l.Action == ActRequestVote || l.Action == ActAppendEntries:
+	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActRequestRepair:
 		e.Peer = serverName(l.J)
 	case l.Action == ActSendAppendEntries || l.Action == ActSendSnapshot:
 		e.Peer = serverName(l.J)

@@ -77,6 +77,13 @@ func newTraceMachine(c *trace.Config) (*traceMachine, error) {
 	if err := cfg.validateMembership(); err != nil {
 		return nil, err
 	}
+	cfg.Repair = c.Repair && p == ProfileDurable
+	if c.Repair && p != ProfileDurable {
+		return nil, errors.New("repair: profile durable only")
+	}
+	if err := cfg.validateRepair(); err != nil {
+		return nil, err
+	}
 	return &traceMachine{Machine: newMachine[uint64, RunLog, NoVoters](cfg, false)}, nil
 }
 
@@ -117,7 +124,7 @@ func (m *traceMachine) traceStatesEqual(a, b *TraceState) bool {
 			a.CommitIndex[i] != b.CommitIndex[i], a.VotesResponded[i] != b.VotesResponded[i],
 			a.VotesGranted[i] != b.VotesGranted[i], a.DurableLen[i] != b.DurableLen[i],
 			a.LearnedCommit[i] != b.LearnedCommit[i], a.Verdict[i] != b.Verdict[i],
-			a.TruncatedAtTerm[i] != b.TruncatedAtTerm[i],
+			a.TruncatedAtTerm[i] != b.TruncatedAtTerm[i], a.RepairFrom[i] != b.RepairFrom[i],
 			!a.Log[i].Equal(b.Log[i]), !a.StaleLog[i].Equal(b.StaleLog[i]):
 			return false
 		}

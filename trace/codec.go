@@ -403,6 +403,11 @@ func (c *context) message(m *Message) error {
 			return err
 		}
 	}
+	if m.Mtype == "RepairResponse" && len(m.Mprefix) > 0 {
+		if _, err := c.runs(m.Mprefix); err != nil {
+			return fmt.Errorf("mprefix: %w", err)
+		}
+	}
 	if m.Mtype == "InstallSnapshotRequest" {
 		if len(m.Mprefix) == 0 {
 			return errors.New("InstallSnapshotRequest with an empty mprefix")

@@ -52,6 +52,11 @@ var Actions = []string{
 	// PowerLoss of a member restarting from a snapshot (production): the
 	// commit index comes back as the snapshot's, as CrashFromSnapshot.
 	"PowerLossFromSnapshot",
+	// Repair from peers (spec/repair.go), in traces whose Config has
+	// "repair": true: a TRUNCATED member asks a peer (peer: the peer), the
+	// peer answers with its durable log, the member takes it (branches
+	// conflict and append, in the production profile) and counts it.
+	"RequestRepair", "HandleRepairRequest", "HandleRepairResponse",
 }
 
 // Branches of HandleAppendEntriesRequest.
@@ -118,6 +123,9 @@ type Config struct {
 	// means false.
 	Membership bool `json:"membership,omitempty"`
 	InitVoters int  `json:"initVoters,omitempty"`
+	// Repair: a TRUNCATED member repairs itself from its peers
+	// (spec/repair.go; docs/repair.md). Absent means false.
+	Repair bool `json:"repair,omitempty"`
 	// Source says who wrote the trace: "spec", "impl", ...
 	Source string `json:"source,omitempty"`
 }
@@ -205,7 +213,10 @@ func (n NodeState) MarshalJSON() ([]byte, error) {
 // InstallSnapshotRequest (the production actions' snapshot) carries Mterm,
 // Mprefix (the runs of the leader's log up to the snapshot's last entry)
 // and MleaderCommit. RepairRequest carries Mterm only, RepairResponse Mterm
-// and Mprefix (the runs of the peer's durable log; spec/repair.go).
+// and Mprefix (the runs of the peer's durable log; spec/repair.go), or, in
+// an impl trace, only that log's tip, MlastLogTerm and MlastLogIndex >= 1
+// (the requester is not told the rest; the checker finds the answer in the
+// bag by its tip).
 type Message struct {
 	Mtype         string
 	Mterm         int
@@ -281,11 +292,17 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		}
 	case "RepairRequest":
 	case "RepairResponse":
-		prefix := m.Mprefix
-		if prefix == nil {
-			prefix = []Run{}
+		// The answer's log (spec), or only its tip (impl: the requester
+		// knows no more of the peer's durable log).
+		if m.Mprefix != nil || m.MlastLogIndex == 0 {
+			prefix := m.Mprefix
+			if prefix == nil {
+				prefix = []Run{}
+			}
+			w.Mprefix = &prefix
+		} else {
+			w.MlastLogTerm, w.MlastLogIndex = ptr(m.MlastLogTerm), ptr(m.MlastLogIndex)
 		}
-		w.Mprefix = &prefix
 	default:
 		return nil, fmt.Errorf("trace: unknown mtype %q", m.Mtype)
 	}
@@ -329,8 +346,14 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		}
 	case "RepairRequest":
 	case "RepairResponse":
-		if w.Mprefix == nil {
-			return fmt.Errorf("trace: RepairResponse without mprefix")
+		// The log (mprefix) or its tip (mlastLogTerm, mlastLogIndex > 0).
+		switch {
+		case w.Mprefix == nil && (w.MlastLogIndex == nil || *w.MlastLogIndex < 1):
+			return fmt.Errorf("trace: RepairResponse without mprefix or mlastLogIndex")
+		case w.Mprefix != nil && (w.MlastLogTerm != nil || w.MlastLogIndex != nil):
+			return fmt.Errorf("trace: RepairResponse with both mprefix and a tip")
+		case w.Mprefix == nil:
+			want = all[0:2]
 		}
 	default:
 		return fmt.Errorf("trace: unknown mtype %q", w.Mtype)

@@ -37,6 +37,8 @@ func run(args []string, stderr io.Writer) int {
 		join         = fs.Bool("join", false, "at the first boot, join a running cluster as a learner (after `raftctl members add`, which prints these flags): --peers then names the current members and this node, with --join-cluster-id and --join-initial-voters; the node votes and campaigns only once promoted")
 		joinID       = fs.String("join-cluster-id", "", "with --join: the cluster's id (16 hex digits)")
 		joinVoters   = fs.String("join-initial-voters", "", "with --join: the cluster's initial voters, comma-separated ids")
+		forceNew     = fs.Bool("force-new-cluster", false, "RECOVERY after the permanent loss of a quorum: make this node the only voter of its cluster, every other member removed (docs/raftd.md, \"Guided recovery\"); raftd says what may be lost and refuses until --force-new-cluster-confirm names this cluster and node")
+		forceConfirm = fs.String("force-new-cluster-confirm", "", "with --force-new-cluster: CLUSTER_ID/NODE_ID, as the refusal prints it: the operator's confirmation that the data loss it describes is accepted")
 		walSyncMs    = fs.Int("wal-sync-ms", 0, "bound on the WAL's group-commit delay in ms (never a durability gap)")
 		walSegment   = fs.Int64("wal-segment-bytes", 64<<20, "WAL segment file size; compaction frees whole segments (at least 4 MiB, a multiple of 4096)")
 		traceDir     = fs.String("trace", "", "write the core's trace (ndjson) into this directory")
@@ -103,6 +105,11 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raftd: --join-cluster-id and --join-initial-voters need --join")
 		return 2
 	}
+	if *forceConfirm != "" && !*forceNew {
+		fmt.Fprintln(stderr, "raftd: --force-new-cluster-confirm needs --force-new-cluster")
+		return 2
+	}
+	cfg.ForceNewCluster, cfg.ForceNewClusterConfirm = *forceNew, *forceConfirm
 	if (*syncMs != 0 || *failSync != "") && !*lossy {
 		fmt.Fprintln(stderr, "raftd: --testing-sync-ms and --testing-fail-sync-file need --testing-lossy-fs")
 		return 2

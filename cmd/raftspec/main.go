@@ -87,7 +87,7 @@ type modelFlags struct {
 	servers, values                  int
 	maxTerm, maxLog, maxDup, maxMsgs int
 	crashes, corruptions, badCommits int
-	powerLosses                      int
+	powerLosses, wipes               int
 	production, membership           bool
 	initVoters                       int
 	repair                           bool
@@ -111,6 +111,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.markedVotes, "marked-votes", false, "durable, power losses: every voter that is not CLEAN grants marked (a TRUNCATED one too), a candidate that is not CLEAN leads on a unanimous election (the ambig-rule proposal)")
 	fs.BoolVar(&f.repair, "repair", false, "durable: a TRUNCATED member is repaired from its peers without a leader (spec/repair.go, docs/repair.md)")
 	fs.IntVar(&f.initVoters, "init-voters", 0, "membership: servers 1..N are the initial voters, the others not members (0: all)")
+	fs.IntVar(&f.wipes, "wipes", 0, "Wipe steps a behaviour may take (a member's data directory emptied, restarted under its old id: spec/wipe.go)")
 	fs.StringVar(&f.bugs, "bug", "", "comma-separated fixes (durable) or raft.tla rules (either profile) to switch off: "+strings.Join(spec.AllBugs(), ", "))
 }
 
@@ -126,7 +127,7 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
 		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, PowerLosses: f.powerLosses, Bugs: bugs, Production: f.production,
-		Membership: f.membership, InitVoters: f.initVoters, Repair: f.repair, MarkedVotes: f.markedVotes})
+		Membership: f.membership, InitVoters: f.initVoters, Repair: f.repair, Wipes: f.wipes, MarkedVotes: f.markedVotes})
 }
 
 func explore(args []string, stdout, stderr io.Writer) error {

@@ -55,6 +55,36 @@ func TestScenarioTraces(t *testing.T) {
 	}
 }
 
+// repairScriptDir holds the scenarios of the repair from peers (docs/repair.md).
+var repairScriptDir = filepath.Join(scriptDir, "repair")
+
+// TestRepairScenarioTraces replays the repair scenarios (peerrepair: the
+// repair's steps of the production profile, spec repairprod.go) with
+// spec.CheckTrace: every trace must be accepted.
+func TestRepairScenarioTraces(t *testing.T) {
+	paths, err := rafttest.Scripts(repairScriptDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			res := runScript(t, path, 0)
+			for _, m := range res.Mismatches {
+				t.Error(m)
+			}
+			for _, v := range res.Violations {
+				t.Errorf("invariant violated: %s", v)
+			}
+			if res.TraceErr != nil {
+				t.Errorf("spec.CheckTrace rejects the trace (%d events): %v", res.Events, res.TraceErr)
+			}
+			if res.Events == 0 {
+				t.Error("no trace events checked")
+			}
+		})
+	}
+}
+
 // defenceInDepth are the switches whose rule the spec shows to be defence
 // in depth: no invariant breaks with the switch alone (scripts/bugs.sh,
 // docs/durable-raft.md). For them a scenario fails by printing what the
@@ -73,10 +103,21 @@ var defenceInDepth = raft.BugCandidateAdvertisesAppended | raft.BugNoVoterLearne
 // same switch must still accept it: the switch changes the core exactly as
 // it changes the spec.
 func TestSeedBugsFailScenarios(t *testing.T) {
-	paths := scripts(t)
+	all := scripts(t)
+	repairPaths, err := rafttest.Scripts(repairScriptDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, bug := range raft.AllBugs() {
-		if bug&raft.RepairBugs != 0 {
-			continue // their scenarios are impl/raft/testdata/repair's (TestRepairBugSwitches), untraced
+		paths := all
+		switch {
+		case bug == raft.BugRepairIgnoresTerm:
+			continue // no scenario stages its story (impl/raft TestRepairBugSwitches); TestRepairBugTraces checks its traces
+		case bug&raft.RepairBugs != 0:
+			paths = repairPaths // the repair's scenarios, with peerrepair
+		}
+		if bug&raft.WipeBugs != 0 {
+			continue // the scripts boot no first-boot record; impl/raft's TestFirstBoot* and conformance/proc's TestProcessWipedMember show them
 		}
 		t.Run(bug.String(), func(t *testing.T) {
 			var broken, changed []string

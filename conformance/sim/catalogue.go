@@ -27,6 +27,18 @@ type CatalogueEntry struct {
 	Why string
 	// Pending: the feature is not built yet (the row is kept, marked).
 	Pending string
+	// Runs are the options of seed k (nil: Default(k)).
+	Runs func(seed uint64) Options `json:"-"`
+}
+
+// Options are the options of the row's run for seed, its switches applied.
+func (e *CatalogueEntry) Options(seed uint64) Options {
+	o := Default(seed)
+	if e.Runs != nil {
+		o = e.Runs(seed)
+	}
+	e.Bugs.Apply(&o)
+	return o
 }
 
 // Catalogue is the bug catalogue (docs/raftsim.md has it as a table,
@@ -68,10 +80,15 @@ var Catalogue = []CatalogueEntry{
 		Why: "the ambiguous tail (issue 10 item 2), a bug of the storage as much as of the core: impl/wal's Open writes the AMBIGUOUS mark before the cut (TestAmbiguousLastBatch), and the core's half keeps the mark it finds, so under the replica the switch changes nothing; the rafttest harness honours its storage half (impl/raft testdata/ambiguous_tail.txt: AckedDurable) and the spec's -bug ambiguous-tail-clean shows the lost write"},
 	{Name: "ambiguous-withholds-vote", Layer: "core", Bugs: Bugs{Core: raft.BugAmbiguousWithholdsVote},
 		Why: "liveness, not safety (issue 10 item 2): an AMBIGUOUS member grants no vote, so after a whole-cluster power loss that tears a quorum's tails nobody is elected; raftspec liveness finds the wedge and impl/raft testdata/ambiguous_unanimous.txt shows it; the simulator's liveness check may catch it (a run that never elects again), but is not required to"},
-	{Name: "repair-votes-early", Layer: "core", Bugs: Bugs{Core: raft.BugRepairVotesEarly},
-		Why: "repair from peers (issue 18, docs/repair.md): the simulator does not turn raft.Config.PeerRepair on yet; impl/raft testdata/repair/three_nodes_one_peer.txt loses a write with the switch (AckedDurable, TestRepairBugSwitches) and spec.TestRepairBugs finds RepairCovers broken"},
-	{Name: "repair-ignores-term", Layer: "core", Bugs: Bugs{Core: raft.BugRepairIgnoresTerm},
-		Why: "repair from peers (issue 18, docs/repair.md): the simulator does not turn raft.Config.PeerRepair on yet, and no core scenario stages the story (a leader answering before its own fdatasync); spec.TestRepairBugs finds RepairCovers broken at 2 servers"},
+	{Name: "repair-votes-early", Layer: "core", Bugs: Bugs{Core: raft.BugRepairVotesEarly}, SeedsMax: 100, Runs: RepairOptions,
+		By:  []string{"NoAckedLoss", "AckedDurable", "AckedPresent", "Linearizability", "StateMachineSafety", "Trace"},
+		Why: "repair from peers (issue 18, docs/repair.md), on RepairOptions' runs (four nodes, PeerRepair, two TRUNCATED at once); impl/raft testdata/repair/three_nodes_one_peer.txt loses a write with the switch (AckedDurable, TestRepairBugSwitches) and spec.TestRepairBugs finds RepairCovers broken"},
+	{Name: "repair-ignores-term", Layer: "core", Bugs: Bugs{Core: raft.BugRepairIgnoresTerm}, Runs: RepairOptions,
+		Why: "repair from peers (issue 18, docs/repair.md): on RepairOptions' runs its story (a leader answering a repair before its own fdatasync, then committing with the member's lost acknowledgment) did not come up in 150 seeds, and no core scenario stages it; spec.TestRepairBugs and TestRepairProductionBugs find RepairCovers broken at 2 servers"},
+	{Name: "wiped-votes", Layer: "core", Bugs: Bugs{Core: raft.BugWipedVotes},
+		Why: "wiped members (issue 18): the simulator's nodes confirm no first boot (no raft.Boot.FirstBoot) and its faults wipe no disk; impl/raft TestFirstBootWiped shows the wiped member voting with the switch, conformance/proc TestProcessWipedMember/bug in real processes, and spec/testdata/wipe/wiped-votes.txt the write lost (NoAckedLoss)"},
+	{Name: "wipe-confirm-quorum", Layer: "core", Bugs: Bugs{Core: raft.BugWipeConfirmQuorum},
+		Why: "wiped members (issue 18): the first design, a first boot confirmed by a quorum of the other voters; its failure needs five servers and a wiped member's vote for a candidate a quorum has not heard of (docs/membership.md, \"A wiped member\"); impl/raft TestFirstBootConfirmQuorum shows the switch confirming with a voter silent"},
 	{Name: "no-chain-check", Layer: "runtime", Bugs: Bugs{Runtime: replica.BugNoChainCheck}, SeedsMax: 100,
 		By: []string{"StateMachineSafety", "ByteIdentical", "ResultAgreement", "Trace", "AckedPresent", "AtMostOnce", "Linearizability"}, Why: "alone (an entry accepted without verifying its chain: wire flips)"},
 	{Name: "session-dedup-off", Layer: "kv", Bugs: Bugs{KV: kv.BugNoDedup}, SeedsMax: 100,

@@ -18,7 +18,8 @@ import (
 //     is unavailable while a quorum is down, and must recover at heal);
 //   - bit flips at rest: in durable records other than the last synced
 //     batch, on at most |Server| - quorum members at once (TRUNCATED members
-//     grant no vote, so a quorum of voters must remain to repair them).
+//     grant no vote, so a quorum of voters must remain to repair them; with
+//     PeerRepair any set that is not a quorum: repair.go).
 
 func (s *Sim) startFaults() {
 	s.at(s.randDur(time.Millisecond, 20*time.Millisecond), s.faultLoop)
@@ -224,7 +225,7 @@ func (s *Sim) faultFlip() {
 // the budget) and crashes it soon after.
 func (n *Node) flip() {
 	s := n.s
-	if n.r == nil || n.flipPending || s.truncatedCount()+1 > len(s.Nodes)-(len(s.Nodes)/2+1) {
+	if n.r == nil || n.flipPending || s.truncatedCount()+1 > s.flipBudget() {
 		return
 	}
 	if n.r.Status().HardState.TruncatedAtTerm != 0 {

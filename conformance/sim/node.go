@@ -143,7 +143,7 @@ func (n *Node) boot() error {
 	cfg := raft.Config{ID: n.ID, Voters: n.s.initVoters(), Joining: !slices.Contains(n.s.initVoters(), n.ID), ElectionTick: 10, HeartbeatTick: 1,
 		Rand:    rand.New(rand.NewPCG(o.Seed^uint64(n.ID)<<32, uint64(n.boots))),
 		PreVote: o.PreVote, CheckQuorum: o.CheckQuorum, MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax,
-		TestingBugs: o.CoreBugs}
+		PeerRepair: o.PeerRepair, TestingBugs: o.CoreBugs}
 	if o.Trace {
 		cfg.Trace = traceSink{n.s}
 	}

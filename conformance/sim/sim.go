@@ -72,6 +72,9 @@ type Options struct {
 	// configurations.
 	Membership bool `json:",omitempty"`
 	InitVoters int  `json:",omitempty"`
+	// PeerRepair: raft.Config.PeerRepair on every node, and bit flips on
+	// any set of members that is not a quorum (repair.go).
+	PeerRepair bool `json:",omitempty"`
 	// Trace collects the run's trace (every node's core events and the
 	// network's own steps).
 	Trace bool
@@ -244,7 +247,7 @@ func New(o Options) (*Sim, error) {
 	s.check.init(s)
 	s.net.init(s)
 	if o.Trace {
-		tp := raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs, Membership: o.Membership, InitVoters: o.InitVoters}
+		tp := raft.TraceParams{Voters: s.voters(), Bugs: o.CoreBugs, Membership: o.Membership, InitVoters: o.InitVoters, Repair: o.PeerRepair}
 		if !o.Membership && o.CoreBugs&(raft.BugAmbiguousTailClean|raft.BugAmbiguousWithholdsVote) != 0 {
 			tp.PowerLosses = raft.DefaultTraceBudget // declared from the start: the switches need it
 		}

@@ -105,7 +105,7 @@ func (c *Cluster) newNode(cp, pp int) error {
 		DataDir: filepath.Join(c.cfg.Dir, fmt.Sprint(id)), LogPath: filepath.Join(c.cfg.Dir, fmt.Sprintf("%d.log", id))}
 	n.ListenPeer = n.PeerAddr
 	if c.cfg.PeerProxy {
-		lp, err := freePort()
+		lp, err := FreePort()
 		if err != nil {
 			return err
 		}
@@ -136,15 +136,15 @@ func ports(cfg Config, k int) (int, int, error) {
 	if k < len(cfg.ClientPorts) && k < len(cfg.PeerPorts) {
 		return cfg.ClientPorts[k], cfg.PeerPorts[k], nil
 	}
-	cp, err := freePort()
+	cp, err := FreePort()
 	if err != nil {
 		return 0, 0, err
 	}
-	pp, err := freePort()
+	pp, err := FreePort()
 	return cp, pp, err
 }
 
-// handedOut is every port freePort has returned in this process: the OS
+// handedOut is every port FreePort has returned in this process: the OS
 // may give a port that was just closed again (a clean-clone CI run saw a
 // node's client and peer ports equal, and the node refuse to start), so a
 // port is never returned twice.
@@ -153,9 +153,9 @@ var (
 	handedOut   = map[int]bool{}
 )
 
-// freePort returns a port of 127.0.0.1 that was free a moment ago and that
-// no earlier call returned.
-func freePort() (int, error) {
+// FreePort returns a port of 127.0.0.1 that was free a moment ago and that
+// no earlier call returned (in this process).
+func FreePort() (int, error) {
 	handedOutMu.Lock()
 	defer handedOutMu.Unlock()
 	for range 1000 {
@@ -415,7 +415,11 @@ type Status struct {
 	Voters   []int `json:"voters"`
 	Learners []int `json:"learners"`
 	Vote     int   `json:"vote"`
-	Peers    []struct {
+	// FirstBoot: UNCONFIRMED, CONFIRMED or WIPED; Replica: the replica's
+	// counters (votes_granted among them).
+	FirstBoot string            `json:"first_boot"`
+	Replica   map[string]uint64 `json:"replica_stats"`
+	Peers     []struct {
 		ID        int  `json:"id"`
 		Connected bool `json:"connected"` // this node's connection to the peer is up
 	} `json:"peers"`

@@ -29,7 +29,7 @@ func proxied(t *testing.T) (*Proxy, net.Listener, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { back.Close() })
-	front, err := freePort()
+	front, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +113,12 @@ func TestProxyRelaysAndCuts(t *testing.T) {
 	}
 }
 
-// TestFreePortNeverRepeats: the ports freePort hands out are distinct,
+// TestFreePortNeverRepeats: the ports FreePort hands out are distinct,
 // though the OS may offer a port it just closed again.
 func TestFreePortNeverRepeats(t *testing.T) {
 	seen := map[int]bool{}
 	for range 200 {
-		p, err := freePort()
+		p, err := FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,6 +43,12 @@ type Boot struct {
 	// must give it whenever the log was compacted past a configuration
 	// entry (membership.go).
 	Membership *Membership
+	// FirstBoot is the data directory's first-boot record (firstboot.go;
+	// nil: first boots are not confirmed).
+	FirstBoot *FirstBoot
+	// ForceNewCluster: make this node the only voter (firstboot.go's
+	// forceNewCluster; raftd --force-new-cluster).
+	ForceNewCluster bool
 }
 
 // The boot policy of seed 000 ("Boot Policy Decision Table", task 3.2),
@@ -258,7 +264,7 @@ func (n *Node) fenceOpen() bool {
 // promotable reports whether the node may campaign. A member whose hard
 // state was lost never may (no bug switch opens that fence).
 func (n *Node) promotable() bool {
-	return !n.walFailed && !n.hardStateLost && !n.stateFenced && n.fenceOpen()
+	return !n.walFailed && !n.hardStateLost && !n.stateFenced && !n.unconfirmed() && n.fenceOpen()
 }
 
 // evaluatePolicy re-evaluates the boot policy, reporting a change at once

@@ -77,9 +77,11 @@ type Config struct {
 	// PeerRepair: a TRUNCATED member that hears no leader for
 	// CatchUpTicks repairs itself from its peers and votes again
 	// (repair.go, docs/repair.md): two TRUNCATED members of four no longer
-	// leave the cluster without a leader. Off by default until the trace
-	// checker follows it (a repair is no spec step of the production
-	// profile yet).
+	// leave the cluster without a leader. Its steps are spec steps of the
+	// production profile with -repair (spec/repairprod.go; a trace declares
+	// it, TraceParams.Repair), except the repair by a peer's snapshot, which
+	// no spec step traces yet. Off by default: the replica and raftd do not
+	// set it yet.
 	PeerRepair bool
 
 	Storage Storage
@@ -247,8 +249,19 @@ const (
 	// BugRepairIgnoresTerm: it asks in the corruption's own term and counts
 	// answers of that term (spec repair-ignores-term).
 	BugRepairIgnoresTerm
+	// BugWipedVotes: a first boot takes part at once, unconfirmed
+	// (firstboot.go): a wiped member votes (spec's wiped-votes).
+	BugWipedVotes
+	// BugWipeConfirmQuorum: a first boot is confirmed by a quorum of the
+	// voters (itself counted out) instead of every other voter (spec's
+	// wipe-confirm-quorum).
+	BugWipeConfirmQuorum
 	bugEnd
 )
+
+// WipeBugs are the switches of the first-boot confirmation (firstboot.go):
+// they act only on a node booted with Boot.FirstBoot.
+const WipeBugs = BugWipedVotes | BugWipeConfirmQuorum
 
 // ReportingBugs are the switches of what the core reports, outside the
 // spec: they change no step the spec models, so a trace's config does not
@@ -256,11 +269,13 @@ const (
 const ReportingBugs = BugLagIsFence
 
 // RepairBugs are the switches of the repair from peers (Config.PeerRepair,
-// repair.go): their scenarios are testdata/repair's, which the trace
-// checker does not follow yet.
+// repair.go): their scenarios are testdata/repair's; a trace declares them
+// only with TraceParams.Repair.
 const RepairBugs = BugRepairVotesEarly | BugRepairIgnoresTerm
 
 var bugNames = map[Bug]string{
+	BugWipedVotes:                  "wiped-votes",
+	BugWipeConfirmQuorum:           "wipe-confirm-quorum",
 	BugSelfCountsAppended:          "self-counts-appended",
 	BugFollowerAcksAppended:        "follower-acks-appended",
 	BugCandidateAdvertisesLearned:  "candidate-advertises-learned",

@@ -70,8 +70,10 @@ type Node struct {
 
 	repair repairState // a TRUNCATED member's repair from its peers (repair.go)
 
-	// hardStateLost: Boot.HardStateLost; sticky for the node's life.
+	// hardStateLost: Boot.HardStateLost, or a first boot found wiped
+	// (firstboot.go); sticky for the node's life.
 	hardStateLost bool
+	fb            firstBootState
 	// stateFenced: FenceStateDiverged; sticky for the node's life (a
 	// restart rebuilds the state machine from the log and checks again).
 	stateFenced       bool
@@ -135,7 +137,15 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	hs = n.bootMark(hs, boot.Verdict)
 	n.hs = hs
 	n.resetElection()
-	if cfg.Trace != nil && !n.hardStateLost {
+	if err := n.bootFirstBoot(boot); err != nil {
+		return nil, err
+	}
+	if boot.ForceNewCluster {
+		if _, err := n.forceNewCluster(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Trace != nil && !n.hardStateLost && !boot.ForceNewCluster {
 		tr, err := newTracer(n, boot.TracePrefix)
 		if err != nil {
 			return nil, err
@@ -232,6 +242,9 @@ func (n *Node) Tick() {
 	}
 	if n.role == RoleLeader {
 		n.tickLeader()
+	} else if n.unconfirmed() {
+		n.leaderSilentTicks++
+		n.tickFirstBoot()
 	} else {
 		n.leaderSilentTicks++
 		n.electionElapsed++
@@ -277,6 +290,8 @@ func (n *Node) Campaign() error {
 	case n.hardStateLost:
 		n.evaluatePolicy(false)
 		return ErrHardStateLost
+	case n.unconfirmed():
+		return ErrUnconfirmed
 	case n.stateFenced:
 		return ErrFenced
 	case !n.promotable():
@@ -430,6 +445,7 @@ func (n *Node) send(m Message) {
 	m.From = n.id
 	if n.hardStateLost {
 		switch m.Type {
+		case MsgFirstBoot, MsgFirstBootResp:
 		case MsgAppResp:
 			m.Type = MsgAppRespPassive
 		case MsgPreVoteResp:
@@ -499,6 +515,11 @@ type Ready struct {
 	// set (connect to a new member, stop sending to a removed one).
 	MembershipChanged bool
 
+	// FirstBoot, when set, is the first boot's record (firstboot.go),
+	// confirmed or found wiped: the driver makes it durable with the hard
+	// state of step 2, before anything after it.
+	FirstBoot *FirstBoot
+
 	// Soft state, for the driver.
 	Role Role
 	Lead NodeID
@@ -512,7 +533,8 @@ func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 func (n *Node) HasReady() bool {
 	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
-		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged
+		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged ||
+		n.fb.changed
 }
 
 // Ready returns the pending work and hands it to the caller.
@@ -524,6 +546,9 @@ func (n *Node) Ready() Ready {
 	rd := Ready{Role: n.role, Lead: n.lead, Snapshot: n.snaps.installing, MembershipChanged: n.confChanged}
 	n.confChanged = false
 	n.snaps.installing = nil
+	if n.fb.changed {
+		rd.FirstBoot, n.fb.changed = n.fb.rec.clone(), false
+	}
 	if n.hardStateDue() {
 		rd.HardState, rd.HardStateChanged = n.hs, true
 		n.hsHanded = n.hs
@@ -568,6 +593,10 @@ type Status struct {
 	// votes nor campaigns and its acknowledgments are passive (Fence is
 	// OutcomeHardStateLost, FenceWhy says why) until an operator replaces it.
 	HardStateLost bool
+	// FirstBoot: the first boot's record (firstboot.go; nil when first
+	// boots are not confirmed). UNCONFIRMED: no vote, no campaign yet;
+	// WIPED: HardStateLost too.
+	FirstBoot *FirstBoot
 	// StateFenced says why the member was fenced by the cross-replica
 	// state check (FenceStateDiverged); empty when it was not.
 	StateFenced string
@@ -595,7 +624,7 @@ func (n *Node) Status() Status {
 	st := Status{ID: n.id, Role: n.role, Lead: n.lead, HardState: n.hs, Verdict: n.verdictString(),
 		Commit: n.log.committed, Applied: n.log.applied, Durable: n.log.durable, Last: n.log.last,
 		Fence: n.policyRow.outcome, FenceRow: n.policyRow.row, FenceWhy: n.policyRow.why, WALFailed: n.walFailed,
-		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason, LagTicks: n.lagTicks}
+		HardStateLost: n.hardStateLost, StateFenced: n.stateFencedReason, LagTicks: n.lagTicks, FirstBoot: n.FirstBootStatus()}
 	st.Voters, st.Learners = fromIDs(n.trk.Config.Voters), fromIDs(n.trk.Config.Learners)
 	if n.trk.Leading() {
 		st.Progress = map[NodeID]ProgressStatus{}

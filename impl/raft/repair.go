@@ -37,8 +37,15 @@ import "github.com/durableraft/durableraft/trace"
 // and the ticks since it last asked.
 type repairState struct {
 	counted map[NodeID]bool
-	await   map[NodeID]tip
+	await   map[NodeID]repairAwait
 	elapsed int
+}
+
+// repairAwait is a peer's answer taken, waiting for the durable log to
+// reach its tip: the answer's term and tip (the trace's message).
+type repairAwait struct {
+	term uint64
+	want tip
 }
 
 type tip struct{ term, index uint64 }
@@ -76,14 +83,10 @@ func (n *Node) tickRepair() {
 	}
 	if n.hs.Term <= n.hs.TruncatedAtTerm && !n.has(BugRepairIgnoresTerm) {
 		// Answers count only from a term newer than the corruption's.
-		n.hs.Term, n.hs.Vote = n.hs.Term+1, None
-		n.becomeFollower(None)
-		n.resetElection()
-		n.dropPendingAcks()
-		n.resetRepair()
+		n.raiseTerm()
 	}
 	if n.repair.counted == nil {
-		n.repair = repairState{counted: map[NodeID]bool{}, await: map[NodeID]tip{}}
+		n.repair = repairState{counted: map[NodeID]bool{}, await: map[NodeID]repairAwait{}}
 	}
 	n.repair.elapsed = 0
 	for _, v := range n.trk.Config.Voters {
@@ -93,8 +96,29 @@ func (n *Node) tickRepair() {
 	}
 }
 
-// askRepair sends peer to a MsgRepair for the entries after probe.
+// raiseTerm takes the node to the next term without a campaign: spec
+// Timeout (a candidate of the next term, no vote) then StepDown (a
+// follower in it), the two steps the spec takes to the same state; no vote
+// is asked, as a TRUNCATED member's own rule 7 would refuse it.
+func (n *Node) raiseTerm() {
+	n.becomeFollower(None)
+	n.role = RoleCandidate
+	n.hs.Term, n.hs.Vote = n.hs.Term+1, None
+	n.resetElection()
+	if n.tr != nil {
+		n.tr.event("Timeout", None, nil, "")
+	}
+	n.dropPendingAcks()
+	n.resetRepair()
+	n.stepDown()
+}
+
+// askRepair sends peer to a MsgRepair for the entries after probe (spec
+// RequestRepair).
 func (n *Node) askRepair(to NodeID, probe uint64) {
+	if n.tr != nil {
+		n.tr.event("RequestRepair", to, nil, "")
+	}
 	t, i := n.log.durableTip()
 	n.send(Message{Type: MsgRepair, To: to, Term: n.hs.Term, LastLogTerm: t, LastLogIndex: i, PrevLogIndex: probe})
 }
@@ -112,6 +136,9 @@ func (n *Node) handleRepair(m Message) {
 		n.updateTerm(&m, None)
 	}
 	if n.hs.TruncatedAtTerm != 0 || n.hardStateLost || n.stateFenced {
+		if n.tr != nil && n.hs.TruncatedAtTerm != 0 {
+			n.tr.event("HandleRepairRequest", m.From, &m, "") // not CLEAN: no answer
+		}
 		return
 	}
 	dt, di := n.log.durableTip()
@@ -122,6 +149,9 @@ func (n *Node) handleRepair(m Message) {
 			return
 		}
 		n.repairEntries(&resp, min(m.PrevLogIndex, di))
+	}
+	if n.tr != nil {
+		n.tr.event("HandleRepairRequest", m.From, &m, "") // the answer: the durable log (spec), its tip and a range here
 	}
 	n.send(resp)
 }
@@ -181,7 +211,7 @@ func (n *Node) handleRepairResp(m Message) {
 	want := tip{m.LastLogTerm, m.LastLogIndex}
 	dt, di := n.log.durableTip()
 	if (tip{dt, di}).atLeast(want) {
-		n.countRepair(m.From)
+		n.countRepair(m.From, m.Term, want)
 		return
 	}
 	if len(m.Entries) == 0 || !n.log.matchTerm(m.PrevLogIndex, m.PrevLogTerm) {
@@ -200,7 +230,7 @@ func (n *Node) handleRepairResp(m Message) {
 		n.askRepair(m.From, last) // more to take
 		return
 	}
-	n.repair.await[m.From] = want
+	n.repair.await[m.From] = repairAwait{term: m.Term, want: want}
 	n.processRepairAwaits()
 }
 
@@ -218,10 +248,18 @@ func (n *Node) takeRepairEntries(m *Message) bool {
 		n.log.truncate(from)
 		n.truncateConfs(from)
 		present = conflict - 1
+		if n.tr != nil {
+			n.tr.truncateLog(from)
+			n.tr.event("HandleRepairResponse", m.From, m, "conflict") // spec take, repairprod.go
+		}
 	}
 	if present < len(m.Entries) {
 		n.log.append(m.Entries[present:]...)
 		n.noteEntries(m.Entries[present:])
+		if n.tr != nil {
+			n.tr.appendLog(m.Entries[present:]...)
+			n.tr.event("HandleRepairResponse", m.From, m, "append")
+		}
 	}
 	return true
 }
@@ -229,10 +267,10 @@ func (n *Node) takeRepairEntries(m *Message) bool {
 // processRepairAwaits counts the answers whose tip the durable log now
 // reaches (after an Advance, or at once).
 func (n *Node) processRepairAwaits() {
-	for id, want := range n.repair.await {
-		if n.log.durable >= want.index && n.log.matchTerm(want.index, want.term) {
+	for id, a := range n.repair.await {
+		if n.log.durable >= a.want.index && n.log.matchTerm(a.want.index, a.want.term) {
 			delete(n.repair.await, id)
-			n.countRepair(id)
+			n.countRepair(id, a.term, a.want)
 			if n.repair.counted == nil {
 				return // released
 			}
@@ -242,16 +280,25 @@ func (n *Node) processRepairAwaits() {
 
 // countRepair counts peer's answer and releases the member once the voters
 // not counted are not a quorum (with BugRepairVotesEarly: at the first).
-func (n *Node) countRepair(peer NodeID) {
+// term and want are the answer's term and tip, for the trace (spec
+// HandleRepairResponse's count).
+func (n *Node) countRepair(peer NodeID, term uint64, want tip) {
 	if !n.isVoter(peer) {
 		return
 	}
 	n.repair.counted[peer] = true
 	voters := n.trk.Config.Voters
-	if !n.has(BugRepairVotesEarly) && voters.IsQuorum(func(id uint64) bool { return !n.repair.counted[NodeID(id)] }) {
+	released := n.has(BugRepairVotesEarly) || !voters.IsQuorum(func(id uint64) bool { return !n.repair.counted[NodeID(id)] })
+	if released {
+		n.hs.TruncatedAtTerm = 0
+	}
+	if n.tr != nil {
+		m := Message{Type: MsgRepairResp, From: peer, To: n.id, Term: term, LastLogTerm: want.term, LastLogIndex: want.index}
+		n.tr.event("HandleRepairResponse", peer, &m, "")
+	}
+	if !released {
 		return // the voters not counted could still be a quorum that lacks an entry
 	}
-	n.hs.TruncatedAtTerm = 0
 	n.resetRepair()
 	n.evaluatePolicy(false) // reports the release (AlertFenceReleased)
 }

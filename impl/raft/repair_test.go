@@ -10,10 +10,8 @@ import (
 )
 
 // repairScripts are the scenarios of the repair from peers
-// (Config.PeerRepair, repair.go). They are kept apart from testdata/*.txt
-// because the trace checker does not follow a repair yet (no spec step of
-// the production profile: docs/repair.md), so conformance/coretrace does
-// not replay them.
+// (Config.PeerRepair, repair.go), with peerrepair. conformance/coretrace
+// replays their traces with the spec's checker (TestRepairScenarioTraces).
 func repairScripts(t *testing.T) []string {
 	t.Helper()
 	paths, err := rafttest.Scripts(filepath.Join("testdata", "repair"))

@@ -211,6 +211,10 @@ func (n *Node) StepSnapshot(m Message, prefix []trace.Entry) (bool, error) {
 	if n.repairSnapshotFrom(&m) {
 		return n.stepRepairSnapshot(&m, prefix), nil // repair.go: from a peer, not a leader
 	}
+	if n.unconfirmed() {
+		n.traceDrop(&m) // firstboot.go: outside the protocol until confirmed
+		return false, nil
+	}
 	if m.Term > n.hs.Term {
 		n.updateTerm(&m, m.From)
 	}

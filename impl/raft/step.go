@@ -18,6 +18,9 @@ func (n *Node) Step(m Message) error {
 		n.traceDrop(&m)
 		return ErrWALFailed
 	}
+	if n.stepFirstBoot(&m) {
+		return nil
+	}
 	switch m.Type {
 	case MsgVote:
 		n.handleVote(m)

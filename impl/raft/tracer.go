@@ -62,6 +62,8 @@ type TraceParams struct {
 	// InitVoters the initial voters, nodes 1..InitVoters (0: all).
 	Membership bool
 	InitVoters int
+	// Repair: the nodes run with Config.PeerRepair (the spec's -repair).
+	Repair bool
 }
 
 // TraceConfig is the Init event's config for an impl trace: profile
@@ -86,7 +88,7 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
 		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: p.declaredBugs().String(), Production: true, Source: "impl",
 		PowerLosses: p.PowerLosses}
-	c.Membership, c.InitVoters = p.Membership, p.InitVoters
+	c.Membership, c.InitVoters, c.Repair = p.Membership, p.InitVoters, p.Repair
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
 	}
@@ -106,14 +108,20 @@ const membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
 // takes them with power losses only).
 const powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
 
-// declaredBugs are the switches a trace's config names.
+// declaredBugs are the switches a trace's config names: not the reporting
+// ones, nor the first-boot confirmation's (a trace has no Wipe step: a
+// wiped member's boot is refused by the checker whatever the switch says),
+// and the membership, repair and power-loss ones only with their steps.
 func (p *TraceParams) declaredBugs() Bug {
-	b := p.Bugs &^ ReportingBugs
+	b := p.Bugs &^ (ReportingBugs | WipeBugs)
 	if !p.Membership {
 		b &^= membershipBugs
 	}
 	if p.PowerLosses == 0 {
 		b &^= powerLossBugs
+	}
+	if !p.Repair {
+		b &^= RepairBugs
 	}
 	return b
 }
@@ -204,6 +212,12 @@ func TraceMessage(m *Message, names map[NodeID]string) *trace.Message {
 		t.McommitIndex, t.MleaderCommit = int(m.Commit), &c
 	case MsgAppResp:
 		t.Mtype, t.Msuccess, t.MmatchIndex = "AppendEntriesResponse", m.Success, int(m.MatchIndex)
+	case MsgRepair:
+		t.Mtype = "RepairRequest"
+	case MsgRepairResp:
+		// The answer by its tip: the requester is not told the rest of
+		// the peer's durable log (spec tracerepair.go).
+		t.Mtype, t.MlastLogTerm, t.MlastLogIndex = "RepairResponse", int(m.LastLogTerm), int(m.LastLogIndex)
 	case MsgSnap:
 		// Mprefix, the leader's log up to the snapshot, is the tracer's to
 		// fill in: the message does not carry it.
@@ -298,7 +312,7 @@ func (t *tracer) event(action string, peer NodeID, m *Message, branch string) {
 	if peer != None {
 		e.Peer = TraceName(t.names, peer)
 	}
-	if m != nil && action != "RequestVote" {
+	if m != nil && action != "RequestVote" && action != "RequestRepair" {
 		e.Msg = TraceMessage(m, t.names)
 		if m.Type == MsgSnap && e.Msg != nil {
 			e.Msg.Mprefix = trace.Runs(t.n.snaps.prefix)

@@ -155,6 +155,12 @@ const (
 	// RepairResponse, with Config.PeerRepair only).
 	MsgRepair
 	MsgRepairResp
+	// MsgFirstBoot, MsgFirstBootResp: the confirmation of a first boot
+	// (firstboot.go): Seq is the asker's incarnation; the answer echoes it,
+	// carries its own in Round and says yes in Granted. No spec messages:
+	// they raise no term.
+	MsgFirstBoot
+	MsgFirstBootResp
 	msgTypeEnd
 )
 
@@ -162,6 +168,7 @@ var msgTypeNames = [...]string{
 	MsgVote: "MsgVote", MsgVoteResp: "MsgVoteResp", MsgApp: "MsgApp", MsgAppResp: "MsgAppResp",
 	MsgPreVote: "MsgPreVote", MsgPreVoteResp: "MsgPreVoteResp", MsgTimeoutNow: "MsgTimeoutNow",
 	MsgAppRespPassive: "MsgAppRespPassive", MsgSnap: "MsgSnap", MsgRepair: "MsgRepair", MsgRepairResp: "MsgRepairResp",
+	MsgFirstBoot: "MsgFirstBoot", MsgFirstBootResp: "MsgFirstBootResp",
 }
 
 func (t MessageType) String() string {
@@ -293,6 +300,7 @@ const (
 	AlertProtocol                            // a peer sent something the protocol forbids
 	AlertStorage                             // storage returned something inconsistent
 	AlertHardStateLost                       // the hard state was lost: no vote, no campaign, passive until replaced
+	AlertFirstBoot                           // a first boot confirmed by the other voters (firstboot.go)
 	alertKindEnd
 )
 
@@ -300,6 +308,7 @@ var alertNames = map[AlertKind]string{
 	AlertFenced: "FENCED", AlertPermanentFence: "PERMANENT-FENCE", AlertFenceReleased: "FENCE-RELEASED",
 	AlertWALFailed: "WAL-FAILED", AlertProtocol: "PROTOCOL", AlertStorage: "STORAGE",
 	AlertHardStateLost: "HARD-STATE-LOST",
+	AlertFirstBoot:     "FIRST-BOOT",
 }
 
 func (k AlertKind) String() string {
@@ -326,6 +335,7 @@ var (
 	ErrTransferring     = errors.New("raft: leadership transfer in progress")
 	ErrFenced           = errors.New("raft: fenced from leadership")
 	ErrHardStateLost    = errors.New("raft: the hard state was lost; this member neither votes nor campaigns until an operator replaces it")
+	ErrUnconfirmed      = errors.New("raft: first boot not yet confirmed by the other voters; this member neither votes nor campaigns until it is")
 	ErrInvalidMessage   = errors.New("raft: invalid message")
 	ErrCompacted        = errors.New("raft: entries compacted")
 	ErrUnavailable      = errors.New("raft: entries unavailable")

@@ -62,6 +62,12 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 		if m.Ambiguous && !m.Granted {
 			return fmt.Errorf("a refusal marked ambiguous")
 		}
+	case MsgFirstBoot, MsgFirstBootResp:
+		resp = m.Type == MsgFirstBootResp
+		if m.Seq == 0 {
+			return fmt.Errorf("first boot: incarnation 0")
+		}
+		return validateFirstBoot(m)
 	case MsgApp:
 		app = true
 		if err := validateApp(m); err != nil {
@@ -116,7 +122,7 @@ func validateRepair(m *Message) error {
 	switch {
 	case m.LastLogIndex > IndexMax || m.LastLogTerm > m.Term || (m.LastLogIndex == 0) != (m.LastLogTerm == 0):
 		return fmt.Errorf("tip %d/%d beyond term %d or the index range", m.LastLogTerm, m.LastLogIndex, m.Term)
-	case m.Transfer || m.Granted || m.Commit != 0 || m.LeaderCommit != 0 || m.Round != 0 || m.Seq != 0 ||
+	case m.Transfer || m.Granted || m.Ambiguous || m.Commit != 0 || m.LeaderCommit != 0 || m.Round != 0 || m.Seq != 0 ||
 		m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0:
 		return fmt.Errorf("fields of another message type set")
 	case m.Type == MsgRepair && (m.PrevLogIndex > IndexMax || m.PrevLogTerm != 0 || len(m.Entries) != 0):
@@ -126,6 +132,17 @@ func validateRepair(m *Message) error {
 	}
 	if m.Type == MsgRepairResp {
 		return validateApp(m)
+	}
+	return nil
+}
+
+// validateFirstBoot: Seq (the asker's incarnation), Round (the answerer's)
+// and Granted (the answer's) only.
+func validateFirstBoot(m *Message) error {
+	if m.LastLogIndex != 0 || m.LastLogTerm != 0 || m.Transfer || m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || m.LeaderCommit != 0 ||
+		len(m.Entries) != 0 || m.Commit != 0 || m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0 ||
+		m.Ambiguous || (m.Type == MsgFirstBoot && (m.Granted || m.Round != 0)) {
+		return fmt.Errorf("fields set that a first boot's messages do not carry")
 	}
 	return nil
 }

@@ -122,7 +122,7 @@ func TestValidateBounds(t *testing.T) {
 		// Addressing and type.
 		{"type 0", Message{Type: 0, From: 1, To: 2, Term: 1}, false},
 		{"type end", Message{Type: msgTypeEnd, From: 1, To: 2, Term: 1}, false},
-		{"last type", resp(MsgAppRespPassive, 3, true, 0, 0, 0), true},
+		{"last type", Message{Type: MsgFirstBootResp, From: 1, To: 2, Term: 3, Seq: 9}, true},
 		{"to another", Message{Type: MsgTimeoutNow, From: 1, To: 3, Term: 1}, false},
 		{"from self", Message{Type: MsgTimeoutNow, From: 2, To: 2, Term: 1}, false},
 		{"from none", Message{Type: MsgTimeoutNow, From: None, To: 2, Term: 1}, false},
@@ -138,7 +138,7 @@ func TestValidateBounds(t *testing.T) {
 		{"LastLogIndex", func(m *Message) { m.LastLogIndex = 1 }, []MessageType{MsgVote, MsgPreVote, MsgRepair, MsgRepairResp}},
 		{"LastLogTerm", func(m *Message) { m.LastLogTerm = 1 }, []MessageType{MsgVote, MsgPreVote, MsgRepair, MsgRepairResp}},
 		{"Transfer", func(m *Message) { m.Transfer = true }, []MessageType{MsgVote}},
-		{"Granted", func(m *Message) { m.Granted = true }, []MessageType{MsgVoteResp, MsgPreVoteResp}},
+		{"Granted", func(m *Message) { m.Granted = true }, []MessageType{MsgVoteResp, MsgPreVoteResp, MsgFirstBootResp}},
 		{"PrevLogIndex", func(m *Message) { m.PrevLogIndex = 1 }, []MessageType{MsgApp, MsgSnap, MsgRepair, MsgRepairResp}},
 		{"PrevLogTerm", func(m *Message) { m.PrevLogTerm = 1 }, []MessageType{MsgApp, MsgSnap, MsgRepairResp}},
 		{"Entries", func(m *Message) { m.Entries = []Entry{{Index: 1, Term: 1}} }, []MessageType{MsgApp, MsgRepairResp}},
@@ -148,14 +148,17 @@ func TestValidateBounds(t *testing.T) {
 		{"MatchIndex", func(m *Message) { m.MatchIndex = 1 }, []MessageType{MsgAppResp, MsgAppRespPassive}},
 		{"HintIndex", func(m *Message) { m.HintIndex = 1 }, []MessageType{MsgAppResp, MsgAppRespPassive}},
 		{"HintTerm", func(m *Message) { m.HintTerm = 1 }, []MessageType{MsgAppResp, MsgAppRespPassive}},
-		{"Round", func(m *Message) { m.Round = 1 }, []MessageType{MsgApp, MsgAppResp, MsgAppRespPassive}},
-		{"Seq", func(m *Message) { m.Seq = 1 }, []MessageType{MsgApp, MsgAppResp, MsgAppRespPassive}},
+		{"Round", func(m *Message) { m.Round = 1 }, []MessageType{MsgApp, MsgAppResp, MsgAppRespPassive, MsgFirstBootResp}},
+		{"Seq", func(m *Message) { m.Seq = 1 }, []MessageType{MsgApp, MsgAppResp, MsgAppRespPassive, MsgFirstBoot, MsgFirstBootResp}},
 	}
 	// bare is the smallest valid message of a type: a snapshot has an index.
 	bare := func(typ MessageType) Message {
 		m := Message{Type: typ, From: 1, To: 2, Term: 3}
 		if typ == MsgSnap {
 			m.PrevLogIndex, m.PrevLogTerm, m.LeaderCommit = 2, 1, 2
+		}
+		if typ == MsgFirstBoot || typ == MsgFirstBootResp {
+			m.Seq = 9 // the asker's incarnation: never 0
 		}
 		return m
 	}

@@ -26,7 +26,7 @@ func (r *Replica) processReadies() {
 
 func readyEmpty(rd *raft.Ready) bool {
 	return !rd.HardStateChanged && rd.TruncateFrom == 0 && len(rd.Entries) == 0 && len(rd.Messages) == 0 && rd.Snapshot == nil &&
-		len(rd.MessagesAfterPersist) == 0 && len(rd.Committed) == 0 && len(rd.ReadStates) == 0 && len(rd.Alerts) == 0
+		len(rd.MessagesAfterPersist) == 0 && len(rd.Committed) == 0 && len(rd.ReadStates) == 0 && len(rd.Alerts) == 0 && rd.FirstBoot == nil
 }
 
 // processReady carries out one Ready, in the order the contract needs
@@ -36,6 +36,11 @@ func readyEmpty(rd *raft.Ready) bool {
 // with the WAL's records; send or stash the MessagesAfterPersist; apply;
 // answer reads; report alerts.
 func (r *Replica) processReady(rd raft.Ready) {
+	if rd.FirstBoot != nil {
+		if err := r.cfg.OnFirstBoot(*rd.FirstBoot); err != nil {
+			r.walError("first boot record", err)
+		}
+	}
 	switch {
 	case rd.HardStateChanged:
 		r.term = rd.HardState.Term
@@ -191,6 +196,11 @@ func (r *Replica) send(ms []Message) {
 		return
 	}
 	r.stats.MessagesSent.Add(uint64(len(ms)))
+	for k := range ms {
+		if ms[k].Type == raft.MsgVoteResp && ms[k].Granted {
+			r.stats.VotesGranted.Add(1)
+		}
+	}
 	r.tr.Send(ms)
 }
 

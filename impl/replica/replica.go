@@ -61,6 +61,17 @@ type Config struct {
 	// a snapshot installed) and once at boot: the server updates its
 	// transport's peers. It must not block.
 	OnMembership func(raft.Membership)
+	// FirstBoot is the data directory's first-boot record (raft's
+	// firstboot.go; nil: first boots are not confirmed), and OnFirstBoot
+	// makes a changed one durable: it is called on the replica's
+	// goroutine, before anything else of the Ready that carries it, and
+	// must return once the record is on disk. An error fails the replica
+	// as a WAL failure does.
+	FirstBoot   *raft.FirstBoot
+	OnFirstBoot func(raft.FirstBoot) error
+	// ForceNewCluster is raft.Boot.ForceNewCluster (raftd
+	// --force-new-cluster).
+	ForceNewCluster bool
 }
 
 // Replica runs one member: the protocol core over the WAL, with a state
@@ -185,7 +196,11 @@ func New(cfg Config) (*Replica, error) {
 	// term it no longer knows, so it runs passive (docs/refinement.md,
 	// "What the driver must do", item 5).
 	lost := rec.HardStateVerdict == wal.Truncated || w.HardStateLost()
-	boot := raft.Boot{HardState: hs, Verdict: verdictFromWAL(rec.Verdict), Applied: cfg.Applied, HardStateLost: lost}
+	boot := raft.Boot{HardState: hs, Verdict: verdictFromWAL(rec.Verdict), Applied: cfg.Applied, HardStateLost: lost, FirstBoot: cfg.FirstBoot,
+		ForceNewCluster: cfg.ForceNewCluster}
+	if cfg.FirstBoot != nil && cfg.OnFirstBoot == nil {
+		return nil, errors.New("replica: config: FirstBoot needs OnFirstBoot")
+	}
 	r := &Replica{
 		cfg: cfg, id: rc.ID, w: w, sm: cfg.StateMachine, tr: cfg.Transport,
 		log: cfg.Logger.With("node", uint64(rc.ID)), bugs: cfg.TestingBugs,

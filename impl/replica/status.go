@@ -82,6 +82,9 @@ type Stats struct {
 	Campaigns atomic.Uint64
 	// MembershipChanges counts the changes of the configuration in force.
 	MembershipChanges atomic.Uint64
+	// VotesGranted counts the granted vote responses sent (MsgVoteResp;
+	// pre-votes not counted): a wiped member's stays 0 (firstboot.go).
+	VotesGranted atomic.Uint64
 }
 
 // Stats returns the replica's counters.

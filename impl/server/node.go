@@ -98,6 +98,11 @@ type Config struct {
 	// 1000); StateCheckInterval is how often a member checks (default 1s).
 	StateCheckEvery    uint64
 	StateCheckInterval time.Duration
+	// ForceNewCluster (raftd --force-new-cluster): make this node the only
+	// voter, every other member removed (firstboot.go's forceStatement);
+	// refused unless ForceNewClusterConfirm is "CLUSTER_ID/NODE_ID".
+	ForceNewCluster        bool
+	ForceNewClusterConfirm string
 	// TestingDivergeAt plants a divergent member: from this index on its
 	// recorded state hashes differ (tests only).
 	TestingDivergeAt uint64
@@ -160,13 +165,17 @@ type Node struct {
 	log       *slog.Logger
 	cluster   Cluster
 	firstBoot bool
-	rec       *wal.Recovery
-	w         *wal.WAL
-	sm        *machine
-	rep       *replica.Replica
-	run       *replica.Runner
-	tr        *transport.Transport
-	trace     *traceSink
+	// fbRec: the first-boot record at boot (firstboot.go);
+	// firstBootState: its raft.FirstBootState now.
+	fbRec          *raft.FirstBoot
+	firstBootState atomic.Uint32
+	rec            *wal.Recovery
+	w              *wal.WAL
+	sm             *machine
+	rep            *replica.Replica
+	run            *replica.Runner
+	tr             *transport.Transport
+	trace          *traceSink
 
 	peerL, clientL net.Listener
 	httpL          *chanListener
@@ -227,10 +236,18 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
+	if err := prepareFirstBoot(cfg.DataDir, cfg.Join); err != nil {
+		return nil, err
+	}
 	cl, first, err := loadOrCreateCluster(cfg.DataDir, cfg.ID, cfg.InitialPeers, cfg.ClusterToken, cfg.Join)
 	if err != nil {
 		return nil, err
 	}
+	fb, err := loadFirstBoot(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	logFirstBoot(log, fb)
 	if !first && cfg.InitialPeers != nil && FormatPeers(cfg.InitialPeers) != FormatPeers(cl.Members) {
 		log.Warn("server: --peers ignored: the data directory names the cluster", "peers_flag", FormatPeers(cfg.InitialPeers),
 			"members", FormatPeers(cl.Members))
@@ -242,8 +259,9 @@ func Open(cfg Config) (*Node, error) {
 	} else if cfg.Insecure {
 		log.Warn("server: --insecure: listening without TLS", "client", cfg.ClientAddr, "peer", cfg.PeerAddr)
 	}
-	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, runDone: make(chan struct{}), metrics: newMetrics(),
+	n := &Node{cfg: cfg, log: log, cluster: cl, firstBoot: first, fbRec: fb, runDone: make(chan struct{}), metrics: newMetrics(),
 		check: newStateCheck(), book: map[raft.NodeID]string{}}
+	n.firstBootState.Store(uint32(fb.State))
 	n.metrics.reg.MustRegister(stateCollector{n})
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(); err != nil {
@@ -277,6 +295,10 @@ func (n *Node) open() error {
 	}
 	n.rec, n.w = rec, w
 	n.logRecovery(rec)
+	if err := n.checkForceNewCluster(rec); err != nil {
+		w.Close()
+		return err
+	}
 	if n.logBook, err = logBookScan(w); err != nil {
 		w.Close()
 		return err
@@ -315,7 +337,8 @@ func (n *Node) open() error {
 	n.sm.onPeerAddr = n.peerAddrLearned
 	n.rep, err = replica.New(replica.Config{Raft: rc, WAL: w, Recovery: rec, StateMachine: n.sm, Transport: n.tr,
 		Logger: cfg.Logger, TestingBugs: cfg.TestingReplicaBugs, Snapshots: so,
-		Now: time.Now, ObserveStage: n.metrics.observeStage, OnMembership: n.membershipChanged})
+		Now: time.Now, ObserveStage: n.metrics.observeStage, OnMembership: n.membershipChanged,
+		FirstBoot: n.fbRec, OnFirstBoot: n.firstBootChanged, ForceNewCluster: cfg.ForceNewCluster})
 	if err != nil {
 		w.Close()
 		return err

@@ -42,10 +42,12 @@ type StatusBody struct {
 	TruncatedAtTerm uint64 `json:"truncated_at_term,omitempty"`
 	WALFailed       bool   `json:"wal_failed"`
 	HardStateLost   bool   `json:"hard_state_lost"`
-	Failure         string `json:"failure,omitempty"`
-	Holding         bool   `json:"holding"`
-	Queued          int    `json:"queued"`
-	Pending         int    `json:"pending"`
+	// FirstBoot: UNCONFIRMED, CONFIRMED or WIPED (firstboot.go).
+	FirstBoot string `json:"first_boot"`
+	Failure   string `json:"failure,omitempty"`
+	Holding   bool   `json:"holding"`
+	Queued    int    `json:"queued"`
+	Pending   int    `json:"pending"`
 
 	Recovery  RecoveryBody                        `json:"recovery"`
 	Snapshot  SnapshotBody                        `json:"snapshot"`
@@ -151,7 +153,7 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 		Commit: st.Commit, Applied: st.AppliedIndex, Durable: st.Durable, Last: st.Last, LearnedCommit: st.HardState.LearnedCommit,
 		Verdict: st.Verdict, Fence: st.Fence.String(), FenceRow: st.FenceRow, FenceWhy: st.FenceWhy,
 		TruncatedAtTerm: st.HardState.TruncatedAtTerm, WALFailed: st.WALFailed, HardStateLost: st.HardStateLost, Failure: st.Failure,
-		Holding: st.Holding, Queued: st.Queued, Pending: st.Pending,
+		Holding: st.Holding, Queued: st.Queued, Pending: st.Pending, FirstBoot: raft.FirstBootState(n.firstBootState.Load()).String(),
 		Recovery: RecoveryBody{Verdict: n.rec.Verdict.String(), Case: n.rec.Case, Reason: n.rec.Reason, FirstIndex: n.rec.IndexFirst,
 			LastIndex: n.rec.IndexLast, HardStateVerdict: n.rec.HardStateVerdict.String(), FirstBoot: n.firstBoot},
 		Snapshot: SnapshotBody{Index: st.Snapshot.Index, Term: st.Snapshot.Term, FirstIndex: n.w.FirstIndex(), BootRow: st.SnapshotBoot,
@@ -166,7 +168,7 @@ func (n *Node) status(ctx context.Context) (StatusBody, error) {
 			"proposals": rs.Proposals.Load(), "proposal_batches": rs.ProposalBatches.Load(), "proposals_refused": rs.ProposalsRefused.Load(), "proposals_lost": rs.ProposalsLost.Load(),
 			"reads": rs.Reads.Load(), "read_rounds": rs.ReadRounds.Load(), "holds": rs.Holds.Load(),
 			"truncation_syncs": rs.TruncationSyncs.Load(), "wal_failures": rs.WALFailures.Load(), "alerts": rs.Alerts.Load(),
-			"leader_elections": rs.LeaderElections.Load(), "applied": rs.Applied.Load(),
+			"leader_elections": rs.LeaderElections.Load(), "applied": rs.Applied.Load(), "votes_granted": rs.VotesGranted.Load(),
 		},
 		Transport: n.tr.Stats().Snapshot(), Peers: n.tr.Peers(),
 		Server: map[string]uint64{

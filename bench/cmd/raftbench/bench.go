@@ -17,6 +17,8 @@ import (
 	"github.com/durableraft/durableraft/impl/client"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/durableraft/durableraft/impl/procs"
 )
 
 // order is the order systems run in at each client count.
@@ -143,7 +145,7 @@ func (b *bench) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p, err := freePort()
+		p, err := procs.FreePort()
 		if err != nil {
 			return err
 		}

@@ -60,15 +60,6 @@ func (c *child) stop() {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // waitTCP waits until addr accepts a connection or c exits.
 func waitTCP(c *child, addr string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)

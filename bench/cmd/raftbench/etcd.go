@@ -9,6 +9,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/durableraft/durableraft/impl/procs"
 )
 
 // etcdCluster is three etcd members on 127.0.0.1, each with its data
@@ -24,7 +26,7 @@ func startEtcd(ctx context.Context, bin, dir string) (*etcdCluster, error) {
 	const size = 3
 	var cps, pps []int
 	for k := 0; k < 2*size; k++ {
-		p, err := freePort()
+		p, err := procs.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ func startRaftd(ctx context.Context, bin, dir string, extra []string) (*raftdClu
 	}
 	r := &raftdCluster{pprof: map[int]string{}}
 	for id := 1; id <= 3; id++ {
-		p, err := freePort()
+		p, err := procs.FreePort()
 		if err != nil {
 			return nil, err
 		}

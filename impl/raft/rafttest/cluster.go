@@ -141,7 +141,7 @@ func NewCluster(o Options) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, &SimNode{ID: raft.NodeID(id), WAL: &SimWAL{Log: raft.NewMemoryStorage()}})
 	}
 	if o.Trace {
-		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs, BadCommits: o.BadCommits, PowerLosses: o.PowerLosses,
+		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs, BadCommits: o.BadCommits, PowerLosses: o.PowerLosses, Repair: o.PeerRepair,
 			Membership: o.Membership, InitVoters: o.InitVoters})
 		if err != nil {
 			return nil, err

@@ -27,6 +27,8 @@ type RandomOptions struct {
 	// (MembershipRandom).
 	Membership bool
 	InitVoters int
+	// PeerRepair: raft.Config.PeerRepair (RepairRandom).
+	PeerRepair bool
 	Bugs       raft.Bug
 	// Log, when set, receives what each step printed.
 	Log func(step int, out string)
@@ -43,6 +45,17 @@ func DefaultRandom(seed uint64) RandomOptions {
 func HardStateLossRandom(seed uint64) RandomOptions {
 	o := DefaultRandom(seed)
 	o.HardStateLosses = true
+	return o
+}
+
+// RepairRandom is DefaultRandom with the repair of TRUNCATED members from
+// their peers (raft.Config.PeerRepair) on four nodes every other seed.
+func RepairRandom(seed uint64) RandomOptions {
+	o := DefaultRandom(seed)
+	o.PeerRepair = true
+	if seed%2 == 0 {
+		o.N = 4
+	}
 	return o
 }
 
@@ -70,7 +83,7 @@ func MembershipRandom(seed uint64) RandomOptions {
 func RunRandom(o RandomOptions) (*Cluster, error) {
 	c, err := NewCluster(Options{N: o.N, Seed: o.Seed, PreVote: o.PreVote, CheckQuorum: o.CheckQuorum,
 		MsgEntriesMax: o.MsgEntriesMax, InflightMsgsMax: o.InflightMsgsMax, ElectionTick: 6, Bugs: o.Bugs, Trace: true,
-		Membership: o.Membership, InitVoters: o.InitVoters})
+		Membership: o.Membership, InitVoters: o.InitVoters, PeerRepair: o.PeerRepair})
 	if err != nil {
 		return nil, err
 	}

@@ -209,6 +209,12 @@ func TestTrackerCheck(t *testing.T) {
 		breakIt func(*Tracker)
 	}{
 		{"an invalid configuration", func(tr *Tracker) { tr.Config.Voters = nil }},
+		{"an invalid configuration, progress as it says", func(tr *Tracker) { tr.Config.Removed = []uint64{3} }},
+		{"an id twice in the order", func(tr *Tracker) { tr.Order[2] = tr.Order[1] }},
+		{"a member without progress, a stranger with one", func(tr *Tracker) {
+			delete(tr.Progress, 2)
+			tr.Progress[9] = &Progress{ID: 9}
+		}},
 		{"an order without progress", func(tr *Tracker) { tr.Progress = nil }},
 		{"an order shorter than the members", func(tr *Tracker) { tr.Order = tr.Order[:2] }},
 		{"a progress too many", func(tr *Tracker) { tr.Progress[9] = &Progress{ID: 9} }},
