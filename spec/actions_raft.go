@@ -231,7 +231,7 @@ func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit Em
 	if s.State[i] != Candidate || !m.quorumIn(s.Log[i], s.VotesGranted[i]) {
 		return
 	}
-	if s.VotesAmbiguous[i] != 0 && !m.electedBy(s.VotesGranted[i], s.VotesAmbiguous[i]) {
+	if s.VotesAmbiguous[i] != 0 && !m.electedBy(s.Log[i], s.VotesGranted[i], s.VotesAmbiguous[i]) {
 		return
 	}
 	if m.durable() && !m.Has(BugNoPromotionFence) && !m.promotionFenceOpen(s, i) {
@@ -277,10 +277,12 @@ func (m *Machine[T, L, V]) promotionFenceOpen(s *StateOf[T, L, V], i ServerID) b
 }
 
 // markedVoter reports whether i's grant is marked (mambiguous): i is
-// AMBIGUOUS, or with MarkedVotes not CLEAN.
+// AMBIGUOUS, or with MarkedVotes not CLEAN (with -bug
+// truncated-member-votes a TRUNCATED voter's grant is unmarked: it counts
+// as a CLEAN one's).
 func (m *Machine[T, L, V]) markedVoter(s *StateOf[T, L, V], i ServerID) bool {
-	if m.MarkedVotes {
-		return s.Verdict[i] != Clean
+	if m.MarkedVotes && s.Verdict[i] == Truncated {
+		return !m.Has(BugTruncatedMemberVotes)
 	}
 	return s.Verdict[i] == Ambiguous
 }

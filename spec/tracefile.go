@@ -103,6 +103,7 @@ func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 		c.BadCommits = m.BadCommits
 		c.PowerLosses = m.PowerLosses
 		c.Repair = m.Repair
+		c.MarkedVotes = m.MarkedVotes
 	}
 	if m.Membership {
 		c.Membership, c.InitVoters = true, m.InitVoters

@@ -126,6 +126,11 @@ type Config struct {
 	// Repair: a TRUNCATED member repairs itself from its peers
 	// (spec/repair.go; docs/repair.md). Absent means false.
 	Repair bool `json:"repair,omitempty"`
+	// MarkedVotes: every voter that is not CLEAN grants marked votes,
+	// which count only towards a unanimous election (spec -marked-votes;
+	// docs/durable-raft.md). impl/raft runs the rule unless its
+	// truncated-withholds-vote switch is on. Absent means false.
+	MarkedVotes bool `json:"markedVotes,omitempty"`
 	// Source says who wrote the trace: "spec", "impl", ...
 	Source string `json:"source,omitempty"`
 }

@@ -6,15 +6,22 @@ package raft
 // synced, possibly acknowledged batch damaged at rest. The member is
 // AMBIGUOUS: HardState.TruncatedAtTerm marks it (the WAL writes the mark
 // before the cut is durable) with HardState.Ambiguous saying the mark is
-// not a TRUNCATED one. The rule:
+// not a TRUNCATED one. The rule of marked votes (spec -marked-votes,
+// docs/durable-raft.md), for every member that is not CLEAN, TRUNCATED or
+// AMBIGUOUS:
 //
 //   - it votes as any voter does, against its durable log, and marks its
 //     grants (Message.Ambiguous, spec mambiguous);
 //   - a candidate wins on a quorum of unmarked grants, or on the grants of
 //     every voter (unanimous; spec electedBy);
-//   - it may campaign (the promotion fence is closed only by a TRUNCATED
-//     mark), and once elected so it is CLEAN; as a follower it is repaired
-//     as a TRUNCATED member is (FenceReleases).
+//   - it may campaign (the promotion fence has no verdict half), and once
+//     elected so it is CLEAN; as a follower it is repaired by
+//     FenceReleases.
+//
+// With BugTruncatedWithholdsVote a TRUNCATED member grants no vote and
+// never campaigns (the rule before: one TRUNCATED and one AMBIGUOUS member
+// of three wedge the cluster); with BugTruncatedMemberVotes its grants are
+// unmarked (they count as a CLEAN voter's).
 
 // truncated reports whether the mark is a TRUNCATED one (spec verdict
 // TRUNCATED).
@@ -22,6 +29,29 @@ func (n *Node) truncated() bool { return n.hs.TruncatedAtTerm != 0 && !n.hs.Ambi
 
 // ambiguous reports whether the mark is an AMBIGUOUS one.
 func (n *Node) ambiguous() bool { return n.hs.TruncatedAtTerm != 0 && n.hs.Ambiguous }
+
+// markedVoter reports whether the node's grants are marked (spec
+// markedVoter).
+func (n *Node) markedVoter() bool {
+	switch {
+	case n.ambiguous():
+		return true
+	case n.truncated():
+		return !n.has(BugTruncatedWithholdsVote) && !n.has(BugTruncatedMemberVotes)
+	}
+	return false
+}
+
+// withholdsVote reports whether the node's verdict refuses every vote and
+// pre-vote: a TRUNCATED member under the rule before marked votes
+// (BugTruncatedWithholdsVote, unless BugTruncatedMemberVotes), an
+// AMBIGUOUS one under BugAmbiguousWithholdsVote.
+func (n *Node) withholdsVote() bool {
+	if n.truncated() {
+		return n.has(BugTruncatedWithholdsVote) && !n.has(BugTruncatedMemberVotes)
+	}
+	return n.ambiguous() && n.has(BugAmbiguousWithholdsVote)
+}
 
 // bootMark is the mark the boot's verdict leaves (spec Corrupt, PowerLoss):
 // TRUNCATED replaces any mark; AMBIGUOUS marks a member that is not
@@ -97,10 +127,12 @@ func (n *Node) electedBy() bool {
 	return clean || every
 }
 
-// repairOnElection is spec BecomeLeader's repair: an AMBIGUOUS member
-// elected (so, by electedBy) is CLEAN.
+// repairOnElection is spec BecomeLeader's repair: a member that is not
+// CLEAN elected (so, by electedBy, unanimously) is CLEAN; under
+// BugTruncatedWithholdsVote only an AMBIGUOUS one (a TRUNCATED member is
+// elected only with BugNoPromotionFence, and stays TRUNCATED).
 func (n *Node) repairOnElection() {
-	if n.ambiguous() {
+	if n.ambiguous() || (n.truncated() && !n.has(BugTruncatedWithholdsVote)) {
 		n.hs.TruncatedAtTerm, n.hs.Ambiguous = 0, false
 	}
 }

@@ -101,7 +101,9 @@ func TestAmbiguousVoterMarksItsGrant(t *testing.T) {
 	}{
 		{"ambiguous", HardState{Term: 1}, 0, true, true},
 		{"ambiguous withholds", HardState{Term: 1}, BugAmbiguousWithholdsVote, false, false},
-		{"truncated before", HardState{Term: 1, TruncatedAtTerm: 1}, 0, false, false},
+		{"truncated before", HardState{Term: 1, TruncatedAtTerm: 1}, 0, true, true},
+		{"truncated before withholds", HardState{Term: 1, TruncatedAtTerm: 1}, BugTruncatedWithholdsVote, false, false},
+		{"truncated before unmarked", HardState{Term: 1, TruncatedAtTerm: 1}, BugTruncatedMemberVotes, true, false},
 		{"tail clean", HardState{Term: 1}, BugAmbiguousTailClean, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

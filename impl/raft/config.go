@@ -256,6 +256,15 @@ const (
 	// voters (itself counted out) instead of every other voter (spec's
 	// wipe-confirm-quorum).
 	BugWipeConfirmQuorum
+	// BugTruncatedWithholdsVote: the rule before marked votes (issue 10
+	// item 2, spec without -marked-votes): a TRUNCATED member grants no
+	// vote (nor pre-vote) and never campaigns, instead of granting marked
+	// votes (ambiguous.go) and leading on a unanimous election. Safe, but
+	// a cluster of three with one TRUNCATED and one AMBIGUOUS member has
+	// no quorum of unmarked grants and no unanimous election: it wedges
+	// (spec TestLivenessTruncatedAndAmbiguous; the simulator's liveness
+	// check). A trace declares it as the absence of markedVotes.
+	BugTruncatedWithholdsVote
 	bugEnd
 )
 
@@ -294,6 +303,7 @@ var bugNames = map[Bug]string{
 	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 	BugRepairVotesEarly:            "repair-votes-early",
 	BugRepairIgnoresTerm:           "repair-ignores-term",
+	BugTruncatedWithholdsVote:      "truncated-withholds-vote",
 }
 
 func (b Bug) String() string {

@@ -45,7 +45,7 @@ func (n *Node) campaignPre() {
 	}
 	n.role, n.lead = RolePreCandidate, None
 	n.resetVotes()
-	n.recordVote(n.id, true, n.ambiguous())
+	n.recordVote(n.id, true, n.markedVoter())
 	if n.won() {
 		n.campaign(false)
 		return
@@ -98,7 +98,7 @@ func (n *Node) campaign(transfer bool) {
 // voteGrant is spec HandleRequestVoteRequest's grant for a request of the
 // current term: raft.tla's logOk against the durable log, votedFor, the
 // voter floor (the candidate's durable index reaches learnedCommit), and
-// no vote from a TRUNCATED member (an AMBIGUOUS one votes: ambiguous.go).
+// the verdict's (a member that is not CLEAN grants marked: ambiguous.go).
 func (n *Node) voteGrant(m *Message) bool {
 	term, index := n.log.durableTip()
 	logOk := m.LastLogTerm > term || (m.LastLogTerm == term && m.LastLogIndex >= index)
@@ -109,13 +109,10 @@ func (n *Node) voteGrant(m *Message) bool {
 		}
 		grant = false
 	}
-	if !n.has(BugTruncatedMemberVotes) && n.truncated() {
-		if grant {
+	if n.withholdsVote() {
+		if grant && n.truncated() {
 			n.mark(MarkVoteRefusedTruncated)
 		}
-		grant = false
-	}
-	if n.has(BugAmbiguousWithholdsVote) && n.ambiguous() {
 		grant = false
 	}
 	return grant
@@ -155,7 +152,7 @@ func (n *Node) handleVote(m Message) {
 	if n.tr != nil {
 		n.tr.event("HandleRequestVoteRequest", m.From, &m, "")
 	}
-	resp := Message{Type: MsgVoteResp, From: n.id, To: m.From, Term: n.hs.Term, Granted: grant, Ambiguous: grant && n.ambiguous()}
+	resp := Message{Type: MsgVoteResp, From: n.id, To: m.From, Term: n.hs.Term, Granted: grant, Ambiguous: grant && n.markedVoter()}
 	if m.From == n.id {
 		n.handleVoteResp(resp)
 		return
@@ -215,10 +212,7 @@ func (n *Node) handlePreVote(m Message) {
 	if !n.has(BugNoVoterLearnedFloor) && m.LastLogIndex < n.hs.LearnedCommit {
 		grant = false
 	}
-	if !n.has(BugTruncatedMemberVotes) && n.truncated() {
-		grant = false
-	}
-	if n.has(BugAmbiguousWithholdsVote) && n.ambiguous() {
+	if n.withholdsVote() {
 		grant = false
 	}
 	if n.hardStateLost {
@@ -228,7 +222,7 @@ func (n *Node) handlePreVote(m Message) {
 	if n.stateFenced {
 		grant = false
 	}
-	resp := Message{Type: MsgPreVoteResp, To: m.From, Term: n.hs.Term, Granted: grant, Ambiguous: grant && n.ambiguous()}
+	resp := Message{Type: MsgPreVoteResp, To: m.From, Term: n.hs.Term, Granted: grant, Ambiguous: grant && n.markedVoter()}
 	if grant {
 		resp.Term = m.Term
 	}

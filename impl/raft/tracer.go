@@ -89,6 +89,7 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: p.declaredBugs().String(), Production: true, Source: "impl",
 		PowerLosses: p.PowerLosses}
 	c.Membership, c.InitVoters, c.Repair = p.Membership, p.InitVoters, p.Repair
+	c.MarkedVotes = p.Bugs&BugTruncatedWithholdsVote == 0 // the rule the core runs (ambiguous.go)
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
 	}
@@ -113,7 +114,7 @@ const powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
 // wiped member's boot is refused by the checker whatever the switch says),
 // and the membership, repair and power-loss ones only with their steps.
 func (p *TraceParams) declaredBugs() Bug {
-	b := p.Bugs &^ (ReportingBugs | WipeBugs)
+	b := p.Bugs &^ (ReportingBugs | WipeBugs | BugTruncatedWithholdsVote) // the last: markedVotes absent
 	if !p.Membership {
 		b &^= membershipBugs
 	}
