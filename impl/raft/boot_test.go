@@ -97,7 +97,7 @@ func TestBootPolicyRows(t *testing.T) {
 		st       *MemoryStorage
 		hs       HardState
 		verdict  Verdict
-		silent   bool   // no leader for CatchUpTicks
+		silent   bool // no leader for CatchUpTicks
 		bugs     Bug
 		leaveRow string // the row after a leader's AppendEntries caught it up (and repaired it)
 	}
