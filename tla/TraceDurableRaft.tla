@@ -31,6 +31,7 @@
 (*  | config.bugs "a,b" (Go order) | Bugs = {"a", "b"}                    |*)
 (*  | config.production            | Production (default FALSE)           |*)
 (*  | config.powerLosses           | PowerLosses (default 0)              |*)
+(*  | config.markedVotes           | MarkedVotes (default FALSE)          |*)
 (*  | seq                          | l - 1                                |*)
 (*  | action                       | the operator of the same name        |*)
 (*  | node                         | i (m.mdest for message actions)      |*)
@@ -121,6 +122,7 @@ TraceBugs ==
 TraceMembership  == Field(TraceConfig, "membership", FALSE)
 TraceInitVoters  == Field(TraceConfig, "initVoters", 0)
 TracePowerLosses == Field(TraceConfig, "powerLosses", 0)
+TraceMarkedVotes == Field(TraceConfig, "markedVotes", FALSE)
 
 -----------------------------------------------------------------------------
 

@@ -161,6 +161,8 @@ func parseMCConfig(path string) (mcConfig, error) {
 			c.Config.Corruptions = n
 		case "PowerLosses":
 			c.Config.PowerLosses = n
+		case "MarkedVotes":
+			c.Config.MarkedVotes = val == "TRUE"
 		case "MaxTerm":
 			c.Config.MaxTerm = n
 		case "MaxLog":
