@@ -193,11 +193,11 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action != ActBecomeLeader && pre.Verdict[l.I] == Ambiguous && post.Verdict[l.I] == Clean
 		}},
-	{Name: "TruncatedGrantCounts", Profile: onlyDurable, PowerLoss: true, Marked: true, Doc: "a leader is elected unanimously with the marked grant of a member TRUNCATED at the time",
+	{Name: "TruncatedGrantCounts", Profile: onlyDurable, Marked: true, Doc: "a leader is elected unanimously with the marked grant of a member TRUNCATED at the time",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActBecomeLeader && anyServer(m, func(j ServerID) bool { return pre.VotesAmbiguous[l.I].Has(j) && pre.Verdict[j] == Truncated })
 		}},
-	{Name: "TruncatedLeads", Profile: onlyDurable, PowerLoss: true, Marked: true, Doc: "a TRUNCATED candidate is elected unanimously (and is CLEAN)",
+	{Name: "TruncatedLeads", Profile: onlyDurable, Marked: true, Doc: "a TRUNCATED candidate is elected unanimously (and is CLEAN)",
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action == ActBecomeLeader && pre.Verdict[l.I] == Truncated
 		}},

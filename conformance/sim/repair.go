@@ -10,10 +10,12 @@ package sim
 // RepairOptions is Default on four nodes with the repair from peers, bit
 // flips striking up to two members at once. Snapshots are off: a repair
 // from below a peer's compaction point goes by the peer's snapshot, which
-// no spec step traces yet (docs/repair.md).
+// no spec step traces yet (docs/repair.md). Whole-cluster power losses are
+// off: the spec's repair has no PowerLoss (spec/repair.go's validateRepair).
 func RepairOptions(seed uint64) Options {
 	o := Default(seed)
 	o.N, o.PeerRepair, o.Snapshots = 4, true, nil
+	o.Faults.ClusterPowerLoss = false
 	return o
 }
 

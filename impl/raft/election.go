@@ -110,10 +110,10 @@ func (n *Node) voteGrant(m *Message) bool {
 		grant = false
 	}
 	if n.withholdsVote() {
-		if grant && n.truncated() {
-			n.mark(MarkVoteRefusedTruncated)
-		}
 		grant = false
+	}
+	if grant && n.truncated() && n.markedVoter() {
+		n.mark(MarkVoteMarkedTruncated)
 	}
 	return grant
 }
