@@ -226,7 +226,7 @@ func (m *Machine[T, L, V]) AppendEntries(s *StateOf[T, L, V], i, j ServerID, emi
 //	/\ \/ votesGranted[i] \ votesAmbiguous[i] \in Quorum
 //	   \/ votesAmbiguous[i] /= {} /\ votesGranted[i] = Server
 //
-// and an AMBIGUOUS member elected so is repaired (CLEAN).
+// and a marked member (MarkedVoter) elected so is repaired (CLEAN).
 func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Candidate || !m.quorumIn(s.Log[i], s.VotesGranted[i]) {
 		return
@@ -429,9 +429,9 @@ func recordCommitted[T Int, L Seq[T, L]](committed []CommittedOf[T], log L, comm
 //
 // durable: logOk compares with i's durable log; grant also requires
 // VoterFloorOk (the candidate's durable index reaches learnedCommit[i]) and
-// a verdict that is not TRUNCATED (a TRUNCATED member grants no vote until
-// repaired). power losses: an AMBIGUOUS voter's grant says so
-// (mambiguous |-> grant /\ verdict[i] = Ambiguous, power.go).
+// a verdict that is not TRUNCATED (without MarkedVotes: a TRUNCATED member
+// grants no vote until repaired). A marked voter's grant says so
+// (mambiguous |-> grant /\ MarkedVoter(i): AMBIGUOUS, TRUNCATED with MarkedVotes).
 func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm > s.CurrentTerm[i] {
 		return

@@ -16,7 +16,7 @@ import (
 // election can be unanimous while s1 grants nothing, s3 alone is not a
 // quorum, and only a leader repairs s1 (FenceReleases): from that state no
 // fault-free continuation elects a leader that commits. With MarkedVotes
-// (the ambig-rule proposal: every voter that is not CLEAN grants marked)
+// (marked votes, what impl/raft runs: every voter that is not CLEAN grants marked)
 // one does: a unanimous election.
 func TestLivenessTruncatedAndAmbiguous(t *testing.T) {
 	cfg := spec.Config{Profile: spec.ProfileDurable, Servers: 3, Values: 1, MaxTerm: 2, MaxLog: 1, MaxDup: 1, MaxMsgs: 1,
