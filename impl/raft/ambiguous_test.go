@@ -135,3 +135,44 @@ func TestBootAmbiguousWithoutTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An AMBIGUOUS member repaired by its peers (Config.PeerRepair) is CLEAN:
+// the release clears the AMBIGUOUS flag with the mark. Fails, with the
+// hard-state invariant (Ambiguous without TruncatedAtTerm), if the
+// release clears only the mark (the seam of issue 18's repair and the
+// ambiguous tail; found by the bug catalogue's repair-votes-early row).
+func TestAmbiguousRepairedByPeers(t *testing.T) {
+	cfg := testConfig(1, logOf(1), 1, 2, 3)
+	cfg.PeerRepair, cfg.PreVote = true, true
+	n := mustNode(t, cfg, Boot{HardState: HardState{Term: 1}, Verdict: VerdictAmbiguous})
+	asked := map[NodeID]uint64{}
+	for k := 0; k < 20*cfg.ElectionTick && len(asked) < 2; k++ {
+		n.Tick()
+		rd := n.Ready()
+		for _, m := range append(rd.Messages, rd.MessagesAfterPersist...) {
+			if m.Type == MsgRepair {
+				asked[m.To] = m.Term
+			}
+		}
+		n.Advance(AdvanceInfo{})
+	}
+	if len(asked) != 2 {
+		t.Fatalf("asked %v, want both peers", asked)
+	}
+	if s := n.Status(); s.Verdict != "AMBIGUOUS" {
+		t.Fatalf("before the answers: %+v", s)
+	}
+	for _, from := range []NodeID{2, 3} {
+		if err := n.Step(Message{Type: MsgRepairResp, From: from, To: 1, Term: n.Status().HardState.Term, LastLogTerm: 1, LastLogIndex: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rd := n.Ready()
+	n.Advance(AdvanceInfo{})
+	if s := n.Status(); s.Verdict != "CLEAN" || s.HardState.Ambiguous || s.HardState.TruncatedAtTerm != 0 {
+		t.Fatalf("after both peers answered: %+v", s)
+	}
+	if !rd.HardStateChanged || rd.HardState.Ambiguous || rd.HardState.TruncatedAtTerm != 0 {
+		t.Fatalf("the release is not handed out to persist: %+v", rd.HardState)
+	}
+}
