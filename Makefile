@@ -83,10 +83,11 @@ explore: build
 	$(BIN)/raftspec simulate $(FULL_BOUNDS) -walks 10000 -depth 100 -workers 2 -sometimes $(FULL_REACHED)
 
 ## explore-marked: marked votes (issue 10 item 2; docs/durable-raft.md, "Marked
-## votes adopted"): the 3-server exhaustive run at the largest bounds that
-## complete here in minutes (one corruption and one power loss, symmetry), then
-## 20,000 walks at term 4, where a TRUNCATED member's marked grant elects a
-## leader unanimously. Not in make test (about 3 + 1 minutes on 2 cores).
+## votes adopted"): the 3-server exhaustive run at the bounds that complete
+## here in minutes (term 2, one corruption, one power loss, symmetry: 3.5 M
+## classes), then 20,000 walks at term 4, where a TRUNCATED member's marked
+## grant elects a leader unanimously (-sometimes). Not in make test (about
+## 3 + 1.5 minutes on 2 loaded cores).
 MARKED_BOUNDS := -profile durable -servers 3 -values 1 -max-term 2 -max-log 1 -max-dup 1 -max-msgs 1 -crashes 0 -corruptions 1 -power-losses 1 -marked-votes
 MARKED_WALKS  := -profile durable -servers 3 -values 1 -max-term 4 -max-log 2 -max-dup 1 -max-msgs 2 -crashes 1 -corruptions 1 -power-losses 3 -marked-votes
 explore-marked: build
