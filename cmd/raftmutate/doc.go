@@ -26,6 +26,9 @@
 // An operand whose removal would leave a local variable unused is kept
 // evaluated instead: a && b && c without b is a && (b || true) && c.
 //
+// The capacity of make(T, len, cap) is never mutated: a capacity changes
+// allocations, not results, so every such mutant is equivalent.
+//
 // The group spec is the first five (the operators for spec/);
 // impl and all are all nine. Calls of the -asserts helpers are not mutated,
 // nor the condition of an if whose body only calls one: a weakened

@@ -118,6 +118,10 @@ func (g *generator) walk(root ast.Node) {
 			if g.isAssertCall(n) || callIn(n, g.cfg.skipCalls) {
 				return false
 			}
+			if isMakeWithCap(n) {
+				g.walk(n.Args[1]) // the length; a capacity changes no result, only allocations
+				return false
+			}
 			g.minMax(n)
 		case *ast.IfStmt:
 			if g.isAssertIf(n) {
@@ -318,6 +322,14 @@ func (g *generator) minMax(c *ast.CallExpr) {
 		}
 		g.add(OpMinMaxDrop, k, c.Pos(), c.Pos(), c.End(), repl)
 	}
+}
+
+// isMakeWithCap says whether c is make(T, len, cap): its capacity is not
+// mutated (every mutant of it is equivalent: append grows a slice that
+// is short of room).
+func isMakeWithCap(c *ast.CallExpr) bool {
+	f, ok := c.Fun.(*ast.Ident)
+	return ok && f.Name == "make" && len(c.Args) == 3
 }
 
 // isPrimary says whether e can stand anywhere an operand can without

@@ -305,7 +305,7 @@ func (n *Node) evaluatePolicy(tick bool) {
 	switch {
 	case row.row != "2" || n.policyRow == nil || n.policyRow.outcome != OutcomeEligible || n.has(BugLagIsFence):
 		n.lagTicks = 0
-	case n.lagTicks < n.cfg.ElectionTick:
+	default: // an ELIGIBLE follower in row 2: lagTicks < ElectionTick (at ElectionTick the row is taken, and the case above resets it)
 		if tick {
 			n.lagTicks++
 		}

@@ -145,3 +145,20 @@ func TestCacheCompact(t *testing.T) {
 	}
 	check("after 8 more hand-offs", 19)
 }
+
+// TestEntriesEmptyRange: an empty range [lo, hi) is no entries and no
+// error wherever it lies, below the compaction point included (it asks
+// for nothing that was compacted).
+func TestEntriesEmptyRange(t *testing.T) {
+	l := cacheLog(t, 1<<20, 10)
+	l.first = 5 // as after a compaction to 4: entries below 5 are gone
+	for _, r := range [][2]uint64{{3, 3}, {4, 2}, {5, 5}, {8, 8}, {11, 11}, {9, 7}} {
+		got, err := l.entries(r[0], r[1], 1<<20)
+		if err != nil || len(got) != 0 {
+			t.Errorf("entries(%d, %d) = %d entries, %v; want none, nil", r[0], r[1], len(got), err)
+		}
+	}
+	if _, err := l.entries(3, 6, 1<<20); err != ErrCompacted {
+		t.Fatalf("entries(3, 6) below the compaction point: %v, want ErrCompacted", err)
+	}
+}

@@ -23,6 +23,13 @@ func TestUnmarshalEntriesLimit(t *testing.T) {
 	if err != nil || len(got.Entries) != 3 {
 		t.Fatalf("3 entries with a limit of 3: %d entries, %v", len(got.Entries), err)
 	}
+	// The byte bound: 2 bytes of data in all, and at most 1 in one entry.
+	if got, err := raft.UnmarshalMessage(b, 3, 2); err != nil || len(got.Entries) != 3 {
+		t.Fatalf("2 bytes of entries with a limit of 2: %d entries, %v", len(got.Entries), err)
+	}
+	if _, err := raft.UnmarshalMessage(b, 3, 1); !errors.Is(err, raft.ErrCodec) {
+		t.Fatalf("2 bytes of entries with a limit of 1: %v, want ErrCodec", err)
+	}
 }
 
 // Every proper prefix of a frame is refused with ErrCodec, as it is (by the

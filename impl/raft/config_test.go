@@ -1,6 +1,14 @@
 package raft
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/durableraft/durableraft/trace"
+)
+
+type discardSink struct{}
+
+func (discardSink) Event(trace.Event) {}
 
 // TestConfigValidation: NewNode refuses each bad configuration with an error,
 // one field at a time, and accepts the boundary just inside each limit.
@@ -28,6 +36,23 @@ func TestConfigValidation(t *testing.T) {
 		{"voter 0", func(c *Config) { c.Voters = []NodeID{1, 0, 3} }, false},
 		{"entries beyond the wire", func(c *Config) { c.MsgEntriesMax = WireEntriesMax + 1 }, false},
 		{"entries at the wire's limit", func(c *Config) { c.MsgEntriesMax = WireEntriesMax }, true},
+		{"bytes beyond the wire", func(c *Config) { c.MsgBytesMax = WireBytesMax + 1 }, false},
+		{"bytes at the wire's limit", func(c *Config) { c.MsgBytesMax, c.EntryBytesMax = WireBytesMax, WireBytesMax }, true},
+		{"entry above the message bound", func(c *Config) { c.MsgBytesMax, c.EntryBytesMax = 4096, 4097 }, false},
+		{"entry at the message bound", func(c *Config) { c.MsgBytesMax, c.EntryBytesMax = 4096, 4096 }, true},
+		{"negative entries per message", func(c *Config) { c.MsgEntriesMax = -1 }, false},
+		{"negative inflight messages", func(c *Config) { c.InflightMsgsMax = -1 }, false},
+		{"negative pending acks", func(c *Config) { c.PendingAcksMax = -1 }, false},
+		{"one entry per message", func(c *Config) { c.MsgEntriesMax = 1 }, true},
+		{"one inflight message", func(c *Config) { c.InflightMsgsMax = 1 }, true},
+		{"one pending ack", func(c *Config) { c.PendingAcksMax = 1 }, true},
+		{"heartbeat tick 0 after the defaults", func(c *Config) { c.HeartbeatTick = -1 }, false},
+		{"heartbeat tick 1", func(c *Config) { c.ElectionTick, c.HeartbeatTick = 2, 1 }, true},
+		{"joining, not among the voters", func(c *Config) { c.ID, c.Joining = 4, true }, true},
+		{"joining, among the voters", func(c *Config) { c.Joining = true }, false},
+		{"traced under the default names", func(c *Config) { c.Trace = discardSink{} }, true},
+		{"traced, two nodes of one name", func(c *Config) { c.Trace, c.TraceNames = discardSink{}, map[NodeID]string{1: "a", 2: "a"} }, false},
+		{"untraced: the names are not looked at", func(c *Config) { c.TraceNames = map[NodeID]string{1: "a", 2: "a"} }, true},
 	} {
 		c := testConfig(1, NewMemoryStorage())
 		tc.edit(&c)

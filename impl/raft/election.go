@@ -7,11 +7,11 @@ import "github.com/durableraft/durableraft/impl/raft/quorum"
 // hup starts an election: a pre-vote round when configured (and not a
 // leadership transfer), else a real campaign.
 func (n *Node) hup(transfer bool) {
-	if n.role == RoleLeader || n.walFailed {
+	if n.role == RoleLeader {
 		return
 	}
 	if !n.promotable() {
-		return // evaluatePolicy reports the fence
+		return // a failed WAL, or a fence evaluatePolicy reports
 	}
 	if !n.isVoter(n.id) {
 		return // a learner or a removed member never campaigns (spec Timeout)

@@ -145,7 +145,7 @@ func (n *Node) askFirstBoot() {
 
 // firstBootYes is the answer to an asker of incarnation inc.
 func (n *Node) firstBootYes(from NodeID, inc uint64) bool {
-	pristine := n.hs.Term <= 1 && n.hs.Vote == None && n.log.last == 0 && n.log.first == 1
+	pristine := n.hs.Term <= 1 && n.hs.Vote == None && n.log.last == 0 // (an empty log starts at 1: last >= first-1)
 	return pristine || n.unconfirmed() || (n.fb.rec != nil && n.fb.rec.Known[from] == inc)
 }
 

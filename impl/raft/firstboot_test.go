@@ -18,7 +18,8 @@ type fbCluster struct {
 	records map[raft.NodeID]*raft.FirstBoot // what each driver made durable
 	votes   map[raft.NodeID]int             // granted MsgVoteResp sent, per node
 	down    map[raft.NodeID]bool
-	mute    map[raft.NodeID]bool // its MsgFirstBoot are lost
+	mute    map[raft.NodeID]bool   // its MsgFirstBoot are lost
+	asks    map[[2]raft.NodeID]int // MsgFirstBoot sent, per (from, to)
 	bugs    raft.Bug
 	// hardStates: each driver's last hard state; force: boot with
 	// ForceNewCluster.
@@ -28,7 +29,7 @@ type fbCluster struct {
 
 func newFBCluster(t *testing.T, ids ...raft.NodeID) *fbCluster {
 	c := &fbCluster{t: t, nodes: map[raft.NodeID]*raft.Node{}, stores: map[raft.NodeID]*raft.MemoryStorage{}, records: map[raft.NodeID]*raft.FirstBoot{},
-		votes: map[raft.NodeID]int{}, down: map[raft.NodeID]bool{}, mute: map[raft.NodeID]bool{}}
+		votes: map[raft.NodeID]int{}, down: map[raft.NodeID]bool{}, mute: map[raft.NodeID]bool{}, asks: map[[2]raft.NodeID]int{}}
 	for _, id := range ids {
 		c.boot(id, ids, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: uint64(id) * 1000, State: raft.FirstBootUnconfirmed})
 	}
@@ -97,8 +98,11 @@ func (c *fbCluster) deliver() {
 				if m.Type == raft.MsgVoteResp && m.Granted {
 					c.votes[id]++
 				}
-				if m.Type == raft.MsgFirstBoot && c.mute[id] {
-					continue
+				if m.Type == raft.MsgFirstBoot {
+					c.asks[[2]raft.NodeID{id, m.To}]++
+					if c.mute[id] {
+						continue
+					}
 				}
 				if to := c.nodes[m.To]; to != nil && !c.down[m.To] {
 					_ = to.Step(m)
@@ -134,12 +138,79 @@ func TestFirstBootConfirmed(t *testing.T) {
 	}
 }
 
+// TestFirstBootWipedBeforeAnyElection: a member wiped after every first
+// boot was confirmed but before any vote is confirmed again by its
+// PRISTINE peers (term 1, no vote, empty logs): nothing it did can have
+// counted yet.
+func TestFirstBootWipedBeforeAnyElection(t *testing.T) {
+	c := newFBCluster(t, 1, 2, 3)
+	c.deliver()
+	c.boot(3, []raft.NodeID{1, 2, 3}, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: 4242, State: raft.FirstBootUnconfirmed})
+	c.deliver()
+	if r := c.records[3]; r.State != raft.FirstBootConfirmed || r.Known[1] != 1000 || r.Known[2] != 2000 {
+		t.Fatalf("member wiped before any election: record %+v, want CONFIRMED by 1 and 2", r)
+	}
+	for _, id := range []raft.NodeID{1, 2} {
+		if r := c.records[id]; r.State != raft.FirstBootConfirmed {
+			t.Fatalf("node %d: %+v", id, r)
+		}
+	}
+}
+
+// TestFirstBootPristineAnswer: a CONFIRMED voter that does not know the
+// asker's incarnation says yes only while PRISTINE; a term past 1, a vote
+// or an entry each makes it say no.
+func TestFirstBootPristineAnswer(t *testing.T) {
+	confirmed := &raft.FirstBoot{Incarnation: 2000, State: raft.FirstBootConfirmed, Known: map[raft.NodeID]uint64{1: 1000}}
+	for _, tc := range []struct {
+		name string
+		hs   raft.HardState
+		st   *raft.MemoryStorage
+		rec  *raft.FirstBoot
+		want raft.FirstBootState
+	}{
+		{"pristine", raft.HardState{Term: 1}, raft.NewMemoryStorage(), confirmed, raft.FirstBootConfirmed},
+		{"a term past 1", raft.HardState{Term: 2}, raft.NewMemoryStorage(), confirmed, raft.FirstBootLost},
+		{"a vote", raft.HardState{Term: 1, Vote: 2}, raft.NewMemoryStorage(), confirmed, raft.FirstBootLost},
+		{"an entry", raft.HardState{Term: 1}, logOfTerms(1), confirmed, raft.FirstBootLost},
+		// A voter whose driver keeps no record (from before the rule).
+		{"no record, past its first boot", raft.HardState{Term: 2}, raft.NewMemoryStorage(), nil, raft.FirstBootLost},
+		{"no record, pristine", raft.HardState{Term: 1}, raft.NewMemoryStorage(), nil, raft.FirstBootConfirmed},
+	} {
+		c := newFBCluster(t)
+		c.hardStates = map[raft.NodeID]raft.HardState{2: tc.hs}
+		c.boot(2, []raft.NodeID{1, 2}, tc.st, tc.rec)
+		c.boot(1, []raft.NodeID{1, 2}, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: 4242, State: raft.FirstBootUnconfirmed})
+		c.deliver()
+		if r := c.records[1]; r.State != tc.want {
+			t.Errorf("%s: the asker's record %+v, want %v", tc.name, r, tc.want)
+		}
+	}
+}
+
+func logOfTerms(terms ...uint64) *raft.MemoryStorage {
+	st := raft.NewMemoryStorage()
+	for k, term := range terms {
+		if err := st.Append([]raft.Entry{{Index: uint64(k + 1), Term: term}}); err != nil {
+			panic(err)
+		}
+	}
+	return st
+}
+
 // TestFirstBootWaitsForEveryVoter: one voter down, the others stay
-// unconfirmed: they neither campaign nor grant votes.
+// unconfirmed: they neither campaign nor grant votes, and ask it again
+// once every ElectionTick ticks (not on every tick).
 func TestFirstBootWaitsForEveryVoter(t *testing.T) {
 	c := newFBCluster(t, 1, 2, 3)
 	c.down[3] = true
 	c.run(200)
+	for _, id := range []raft.NodeID{1, 2} {
+		// At boot, then every 10 ticks of 200.
+		if got := c.asks[[2]raft.NodeID{id, 3}]; got != 1+200/10 {
+			t.Fatalf("node %d asked the silent voter %d times in 200 ticks, want %d (at boot, then once an election timeout)", id, got, 1+200/10)
+		}
+	}
 	for _, id := range []raft.NodeID{1, 2} {
 		s := c.nodes[id].Status()
 		if s.FirstBoot.State != raft.FirstBootUnconfirmed || s.Role != raft.RoleFollower || c.votes[id] != 0 {
@@ -197,6 +268,22 @@ func TestFirstBootWiped(t *testing.T) {
 	c.boot(wiped, []raft.NodeID{1, 2, 3}, raft.NewMemoryStorage(), c.records[wiped])
 	if s := c.nodes[wiped].Status(); !s.HardStateLost {
 		t.Fatalf("restarted wiped member: %+v", s)
+	}
+}
+
+// TestFirstBootWipedByTheOnlyOtherVoter: in a cluster of two, the one
+// other voter's no is every answer there is: the member is lost, never
+// confirmed by having heard from everyone.
+func TestFirstBootWipedByTheOnlyOtherVoter(t *testing.T) {
+	c := newFBCluster(t, 1, 2)
+	c.run(100)
+	if c.leader() == raft.None {
+		t.Fatal("no leader")
+	}
+	c.boot(1, []raft.NodeID{1, 2}, raft.NewMemoryStorage(), &raft.FirstBoot{Incarnation: 4242, State: raft.FirstBootUnconfirmed})
+	c.run(30)
+	if r, s := c.records[1], c.nodes[1].Status(); r.State != raft.FirstBootLost || r.LostTo != 2 || !s.HardStateLost {
+		t.Fatalf("wiped member of two: record %+v, status %+v", r, s)
 	}
 }
 
@@ -301,6 +388,21 @@ func TestForceNewCluster(t *testing.T) {
 	c.run(5)
 	if got := n.Status().Commit; got < idx+3 {
 		t.Fatalf("a new write did not commit alone: commit %d", got)
+	}
+}
+
+// TestForceNewClusterRefusedOnLostHardState: a member whose hard state is
+// lost (here: told it was wiped) may have voted in terms it no longer
+// knows; forcing a new cluster on it is refused with ErrHardStateLost.
+func TestForceNewClusterRefusedOnLostHardState(t *testing.T) {
+	lost := &raft.FirstBoot{Incarnation: 9, State: raft.FirstBootLost, LostTo: 2}
+	cfg := raft.Config{ID: 1, Voters: []raft.NodeID{1, 2, 3}, ElectionTick: 10, HeartbeatTick: 1, Storage: raft.NewMemoryStorage(), Rand: rand.New(rand.NewPCG(1, 7))}
+	_, err := raft.NewNode(cfg, raft.Boot{Verdict: raft.VerdictClean, FirstBoot: lost, ForceNewCluster: true})
+	if !errors.Is(err, raft.ErrHardStateLost) {
+		t.Fatalf("force new cluster on a wiped member: %v, want ErrHardStateLost", err)
+	}
+	if _, err := raft.NewNode(cfg, raft.Boot{Verdict: raft.VerdictClean, FirstBoot: lost}); err != nil {
+		t.Fatalf("the same member booted without forcing: %v", err)
 	}
 }
 

@@ -267,6 +267,12 @@ func (l *raftLog) checkInvariants() {
 	if uint64(len(l.unstable)) != l.last-l.handed {
 		failf("unstable %d for (%d, %d]", len(l.unstable), l.handed, l.last)
 	}
+	if len(l.unstable) > 0 && l.unstable[0].Index != l.handed+1 {
+		failf("unstable from %d, handed %d", l.unstable[0].Index, l.handed)
+	}
+	if len(l.cache) > 0 && (l.cache[0].Index != l.cacheFrom() || l.cacheFrom() < l.first) {
+		failf("cache from %d, its place %d, first %d", l.cache[0].Index, l.cacheFrom(), l.first)
+	}
 	if l.truncateFrom != 0 && l.truncateFrom != l.handed+1 {
 		failf("truncateFrom %d handed %d", l.truncateFrom, l.handed)
 	}

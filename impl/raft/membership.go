@@ -232,9 +232,8 @@ func (n *Node) applyConfig() {
 	}
 	n.trk.Reconfigure(c, n.log.last+1)
 	n.confChanged = true
-	if n.transferee != None && !c.IsVoter(uint64(n.transferee)) {
-		n.transferee = None
-	}
+	// A transfer's target stays a voter: a leader changes its configuration
+	// only by its own changes, refused during a transfer (checkInvariants).
 }
 
 // isVoter reports whether id is a voter of the configuration in force.

@@ -51,11 +51,11 @@ type Node struct {
 	leaderSilentTicks  int // ticks since a leader of the current term was heard
 
 	// Leader.
-	bcastPending     bool // proposals to send in the next Ready
+	bcastPending     bool // proposals to send in the next Ready; only with unstable entries of a leader (checkInvariants)
 	uncommittedBytes uint64
 	readRound        uint64
-	pendingReads     []pendingRead // waiting for a quorum to echo their round
-	waitingReads     []pendingRead // waiting for the first commit of the term
+	pendingReads     []pendingRead // waiting for a quorum to echo their round; a leader's only
+	waitingReads     []pendingRead // waiting for the first commit of the term; a leader's only
 	transferee       NodeID
 	transferElapsed  int
 
@@ -408,8 +408,7 @@ func (n *Node) fail(reason string) {
 		n.stepDown()
 	}
 	n.role, n.lead = RoleFollower, None
-	n.dropPendingAcks()
-	n.pendingReads, n.waitingReads = nil, nil
+	n.dropPendingAcks() // (read rounds are a leader's: stepDown dropped them)
 	n.msgsAfter = nil
 	n.alertElapsed = 0
 	n.alertCondition(AlertWALFailed, "%s; acknowledging nothing, granting no vote", n.failReason)
@@ -533,7 +532,7 @@ func (n *Node) hardStateDue() bool { return !sameHardState(n.hs, n.hsHanded) }
 func (n *Node) HasReady() bool {
 	return n.hardStateDue() || len(n.log.unstable) > 0 || n.log.truncateFrom != 0 ||
 		n.log.committed > n.log.applied || len(n.msgs) > 0 || len(n.msgsAfter) > 0 ||
-		len(n.readStates) > 0 || len(n.alerts) > 0 || (n.bcastPending && n.role == RoleLeader) || n.snaps.installing != nil || n.confChanged ||
+		len(n.readStates) > 0 || len(n.alerts) > 0 || n.snaps.installing != nil || n.confChanged ||
 		n.fb.changed
 }
 
@@ -648,6 +647,20 @@ func (n *Node) checkInvariants() {
 		failf("hard state %+v", n.hs)
 	}
 	n.checkConfInvariants()
+	// A pending broadcast is of entries the leader appended since the last
+	// Ready, so HasReady need not ask for it: the unstable entries do.
+	if !(!n.bcastPending || n.role != RoleLeader || len(n.log.unstable) > 0) {
+		failf("broadcast pending with no unstable entry")
+	}
+	if !(n.role == RoleLeader || (len(n.pendingReads) == 0 && len(n.waitingReads) == 0)) {
+		failf("%d read rounds pending as %v", len(n.pendingReads)+len(n.waitingReads), n.role)
+	}
+	if !(n.transferee == None || (n.role == RoleLeader && n.isVoter(n.transferee))) {
+		failf("transfer to %d as %v", n.transferee, n.role)
+	}
+	if !((n.role == RoleLeader) == n.trk.Leading()) {
+		failf("progress kept %v as %v", n.trk.Leading(), n.role)
+	}
 	if !(n.role != RoleLeader || n.lead == n.id) {
 		failf("leader with lead %d", n.lead)
 	}

@@ -246,8 +246,7 @@ func (n *Node) appReject(pr *tracker.Progress, m *Message) {
 		return // stale, or the follower is being sent a snapshot (its heartbeat answers reject)
 	}
 	hint := min(m.HintIndex, n.log.last)
-	next := n.log.findConflictByTerm(hint, m.HintTerm) + 1
-	next = max(1, min(next, n.log.last+1))
+	next := n.log.findConflictByTerm(hint, m.HintTerm) + 1 // in 1..hint+1, so at most last+1
 	if pr.State == tracker.StateProbe && next >= pr.Next {
 		return // nothing new learned; the probe is still out
 	}
@@ -263,10 +262,8 @@ func (n *Node) maybeCommit() {
 		return
 	}
 	for i := n.log.committed + 1; i <= q; i++ {
-		if n.uncommittedBytes > 0 {
-			// Only this leader's own entries count; the no-op is empty.
-			n.uncommittedBytes -= min(n.uncommittedBytes, n.entryBytes(i))
-		}
+		// Only this leader's own entries count; the no-op is empty.
+		n.uncommittedBytes -= min(n.uncommittedBytes, n.entryBytes(i))
 	}
 	firstOfTerm := n.log.mustTerm(n.log.committed) != n.hs.Term
 	n.log.committed = q

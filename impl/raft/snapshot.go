@@ -306,7 +306,7 @@ func (n *Node) bootSnapshot(boot Boot) error {
 		return fmt.Errorf("raft: boot: applied %d below the snapshot %d", boot.Applied, s.Index)
 	}
 	n.snaps.snap = s
-	l.committed = max(l.committed, s.Index)
+	l.committed = s.Index // at least first-1, where bootLog put it: s.Index+1 >= first was checked
 	return nil
 }
 

@@ -40,9 +40,10 @@ func (n *Node) Step(m Message) error {
 			if n.tr != nil {
 				n.tr.event("DropStaleResponse", m.From, &m, "")
 			}
-		case n.role != RoleLeader || n.progressOf(m.From) == nil:
-			// Not leading, or from no member of the configuration in force
-			// (a removed member, or one whose addition was cut).
+		case n.progressOf(m.From) == nil:
+			// Not leading (no progress is kept), or from no member of the
+			// configuration in force (a removed member, or one whose
+			// addition was cut).
 			n.traceDrop(&m)
 		default:
 			n.handleAppResp(m)

@@ -338,8 +338,8 @@ func configTraceValue(data []byte) int {
 		ids []NodeID
 		d   int
 	}{{m.Voters, 2}, {m.Learners, 1}} {
-		for _, id := range l.ids {
-			if id < 1 || id > traceMembershipServersMax {
+		for _, id := range l.ids { // DecodeMembership refuses id 0
+			if id > traceMembershipServersMax {
 				return 0
 			}
 			p := 1

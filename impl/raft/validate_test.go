@@ -66,6 +66,12 @@ func TestValidateBounds(t *testing.T) {
 		{"pre-vote last term term+1", vote(MsgPreVote, 3, 5, 4), false},
 		{"vote last term at index 0", vote(MsgVote, 3, 0, 1), false},
 		{"vote transfer", Message{Type: MsgVote, From: 1, To: 2, Term: 3, Transfer: true}, true},
+		// A repair's tip (repair.go): within its term, as a candidate's.
+		{"repair tip of the message's term", vote(MsgRepairResp, 3, 5, 3), true},
+		{"repair tip past the message's term", vote(MsgRepairResp, 3, 5, 4), false},
+		{"repair request tip of its term", vote(MsgRepair, 3, 5, 3), true},
+		{"repair tip IndexMax+1", vote(MsgRepair, 3, IndexMax+1, 3), false},
+		{"repair tip term at index 0", vote(MsgRepairResp, 3, 0, 1), false},
 		{"pre-vote transfer", Message{Type: MsgPreVote, From: 1, To: 2, Term: 3, Transfer: true}, false},
 		// PrevLogIndex.
 		{"app prev IndexMax, no entries", app(3, IndexMax, 3, nil, 0, 0), true},

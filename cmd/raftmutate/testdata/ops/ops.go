@@ -140,3 +140,9 @@ func kind(x int, f func() int) int {
 	}
 	return 0
 }
+
+// buffer: make's length is mutated, its capacity never (a capacity
+// changes allocations, not results).
+func buffer(n int) []int {
+	return make([]int, n-1, n+1)
+}
