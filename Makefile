@@ -199,7 +199,7 @@ mutate-spec:
 # (docs/mutation.md, "The issue's single-guard removals as mutants"): each
 # must be killed. An edit above one moves its id; raftmutate then stops with
 # "no such mutant": look it up again with -list.
-MUTATE_SPEC_CI_IDS := spec/actions_raft.go:423:40:and-drop:1,spec/actions_raft.go:337:18:and-drop:1,spec/actions_append.go:163:39:and-drop:2,spec/actions_append.go:144:68:and-drop:2,spec/actions_raft.go:424:41:and-drop:2,spec/state.go:243:21:cmp-flip:0,spec/actions_raft.go:424:41:and-drop:1
+MUTATE_SPEC_CI_IDS := spec/actions_raft.go:444:40:and-drop:1,spec/actions_raft.go:358:18:and-drop:1,spec/actions_append.go:163:39:and-drop:2,spec/actions_append.go:144:68:and-drop:2,spec/actions_raft.go:445:41:and-drop:2,spec/state.go:243:21:cmp-flip:0,spec/actions_raft.go:445:41:and-drop:1
 mutate-spec-ci:
 	$(MAKE) mutate-spec MUTATE_FLAGS='-only $(MUTATE_SPEC_CI_IDS) -threshold 1'
 # impl/ packages are judged by their own tests and the conformance tests,
