@@ -31,6 +31,16 @@ func TestMemoryStorageEntriesBounds(t *testing.T) {
 			t.Errorf("Entries(%d, %d): %d entries, %v; want %d, %v", c.lo, c.hi, len(ents), err, c.n, c.err)
 		}
 	}
+	// Compacted through 2: the base itself is gone, the next one is there.
+	if err := s.Compact(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Entries(2, 4, 1<<30); !errors.Is(err, raft.ErrCompacted) {
+		t.Errorf("Entries(2, 4) compacted through 2: %v, want ErrCompacted", err)
+	}
+	if ents, err := s.Entries(3, 4, 1<<30); err != nil || len(ents) != 1 || ents[0].Index != 3 {
+		t.Errorf("Entries(3, 4) compacted through 2: %v, %v", ents, err)
+	}
 }
 
 // Prefix keeps the entries up to index; an index at or past the last, or
