@@ -100,3 +100,21 @@ func TestFenceStateDivergedPreCandidate(t *testing.T) {
 		t.Fatalf("fenced pre-candidate: %+v", s)
 	}
 }
+
+// TestReadConfirmedMarkedOnlyWhenConfirmed: the coverage mark of a read
+// confirmed by its round is set when one is, and not by a round that
+// confirms none.
+func TestReadConfirmedMarkedOnlyWhenConfirmed(t *testing.T) {
+	var marks int
+	cfg := testConfig(1, NewMemoryStorage(), 1)
+	cfg.OnMark = func(m Mark) {
+		if m == MarkReadConfirmed {
+			marks++
+		}
+	}
+	n := mustNode(t, cfg, Boot{Verdict: VerdictClean})
+	n.releaseReads()
+	if marks != 0 {
+		t.Fatalf("%d MarkReadConfirmed with no read pending", marks)
+	}
+}

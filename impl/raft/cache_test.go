@@ -162,3 +162,24 @@ func TestEntriesEmptyRange(t *testing.T) {
 		t.Fatalf("entries(3, 6) below the compaction point: %v, want ErrCompacted", err)
 	}
 }
+
+// TestTermBelowTheCompactionPoint: after a compaction the log knows the
+// terms of the base and what follows, nothing below the base, however the
+// runs of terms lie.
+func TestTermBelowTheCompactionPoint(t *testing.T) {
+	l := &raftLog{storage: NewMemoryStorage(), first: 1, cacheMax: 1 << 20}
+	for i, term := range []uint64{1, 1, 2, 2, 3, 3, 3} {
+		l.append(Entry{Index: uint64(i + 1), Term: term})
+	}
+	l.handOff()
+	l.durable, l.committed, l.applied = 7, 7, 7
+	l.compact(4)
+	for _, c := range []struct {
+		index, term uint64
+		ok          bool
+	}{{0, 0, true}, {1, 0, false}, {2, 0, false}, {3, 0, false}, {4, 2, true}, {5, 3, true}, {7, 3, true}, {8, 0, false}} {
+		if term, ok := l.term(c.index); term != c.term || ok != c.ok {
+			t.Errorf("term(%d) after compacting through 4 = %d, %v; want %d, %v", c.index, term, ok, c.term, c.ok)
+		}
+	}
+}
