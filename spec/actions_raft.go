@@ -226,19 +226,19 @@ func (m *Machine[T, L, V]) AppendEntries(s *StateOf[T, L, V], i, j ServerID, emi
 //	/\ \/ votesGranted[i] \ votesAmbiguous[i] \in Quorum
 //	   \/ votesAmbiguous[i] /= {} /\ votesGranted[i] = Server
 //
-// and an AMBIGUOUS member elected so is repaired (CLEAN).
+// and a marked member (MarkedVoter) elected so is repaired (CLEAN).
 func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit EmitOf[T, L, V]) {
 	if s.State[i] != Candidate || !m.quorumIn(s.Log[i], s.VotesGranted[i]) {
 		return
 	}
-	if s.VotesAmbiguous[i] != 0 && !m.electedBy(s.VotesGranted[i], s.VotesAmbiguous[i]) {
+	if s.VotesAmbiguous[i] != 0 && !m.electedBy(s.Log[i], s.VotesGranted[i], s.VotesAmbiguous[i]) {
 		return
 	}
-	if m.durable() && !m.Has(BugNoPromotionFence) && !PromotionFenceOpen(s, i) {
+	if m.durable() && !m.Has(BugNoPromotionFence) && !m.promotionFenceOpen(s, i) {
 		return
 	}
 	n := *s
-	if s.Verdict[i] == Ambiguous {
+	if s.Verdict[i] == Ambiguous || (m.MarkedVotes && s.Verdict[i] != Clean) {
 		repaired(&n, i)
 	}
 	n.State[i] = Leader
@@ -264,6 +264,27 @@ func (m *Machine[T, L, V]) BecomeLeader(s *StateOf[T, L, V], i ServerID, emit Em
 // unanimous election, BecomeLeader.)
 func PromotionFenceOpen[T Int, L Seq[T, L], V Voters[L, V]](s *StateOf[T, L, V], i ServerID) bool {
 	return s.Verdict[i] != Truncated && s.DurableLen[i] >= s.LearnedCommit[i]
+}
+
+// promotionFenceOpen is PromotionFenceOpen, where with MarkedVotes a
+// TRUNCATED candidate passes the verdict half: its own grant is marked, so
+// BecomeLeader elects it only unanimously (electedBy).
+func (m *Machine[T, L, V]) promotionFenceOpen(s *StateOf[T, L, V], i ServerID) bool {
+	if m.MarkedVotes {
+		return s.DurableLen[i] >= s.LearnedCommit[i]
+	}
+	return PromotionFenceOpen(s, i)
+}
+
+// markedVoter reports whether i's grant is marked (mambiguous): i is
+// AMBIGUOUS, or with MarkedVotes not CLEAN (with -bug
+// truncated-member-votes a TRUNCATED voter's grant is unmarked: it counts
+// as a CLEAN one's).
+func (m *Machine[T, L, V]) markedVoter(s *StateOf[T, L, V], i ServerID) bool {
+	if m.MarkedVotes && s.Verdict[i] == Truncated {
+		return !m.Has(BugTruncatedMemberVotes)
+	}
+	return s.Verdict[i] == Ambiguous
 }
 
 // ClientRequest is raft.tla's ClientRequest(i, v): leader i receives a
@@ -408,9 +429,9 @@ func recordCommitted[T Int, L Seq[T, L]](committed []CommittedOf[T], log L, comm
 //
 // durable: logOk compares with i's durable log; grant also requires
 // VoterFloorOk (the candidate's durable index reaches learnedCommit[i]) and
-// a verdict that is not TRUNCATED (a TRUNCATED member grants no vote until
-// repaired). power losses: an AMBIGUOUS voter's grant says so
-// (mambiguous |-> grant /\ verdict[i] = Ambiguous, power.go).
+// a verdict that is not TRUNCATED (without MarkedVotes: a TRUNCATED member
+// grants no vote until repaired). A marked voter's grant says so
+// (mambiguous |-> grant /\ MarkedVoter(i): AMBIGUOUS, TRUNCATED with MarkedVotes).
 func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j ServerID, msg MessageOf[T, L], emit EmitOf[T, L, V]) {
 	if msg.Mterm > s.CurrentTerm[i] {
 		return
@@ -426,7 +447,7 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		if !m.Has(BugNoVoterLearnedFloor) && msg.MlastLogIndex < s.LearnedCommit[i] {
 			grant = false
 		}
-		if !m.Has(BugTruncatedMemberVotes) && s.Verdict[i] == Truncated {
+		if !m.Has(BugTruncatedMemberVotes) && !m.MarkedVotes && s.Verdict[i] == Truncated {
 			grant = false
 		}
 		if m.Has(BugAmbiguousWithholdsVote) && s.Verdict[i] == Ambiguous {
@@ -446,7 +467,7 @@ func (m *Machine[T, L, V]) HandleRequestVoteRequest(s *StateOf[T, L, V], i, j Se
 		MvoteGranted: grant,
 		Msource:      i,
 		Mdest:        j,
-		Mambiguous:   grant && s.Verdict[i] == Ambiguous,
+		Mambiguous:   grant && m.markedVoter(s, i),
 	}
 	if m.history {
 		resp.Mlog = s.Log[i]

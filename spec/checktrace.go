@@ -314,7 +314,7 @@ func (c *TraceChecker) label(e *trace.Event) (traceLabel, *traceMessage, error) 
 			return l, nil, fmt.Errorf("ChangeConfig needs a peer and a configuration value in %d..255", ConfigValueBase)
 		}
 		l.Value = uint8(*e.Value)
-	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActCorruptLeaderCommit:
+	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActCorruptLeaderCommit, ActPowerLoss, ActPowerLossFromSnapshot:
 		if e.Cut == nil {
 			return l, nil, fmt.Errorf("%s needs a cut point", e.Action)
 		}

@@ -132,6 +132,11 @@ func (m *Model) encodeVars(e encoder, s *State) []byte {
 			e.set(uint8(s.Damaged))
 			e.u8(s.PowerLossesLeft)
 		}
+		if m.MarkedVotes && m.PowerLosses == 0 {
+			for _, i := range m.servers {
+				e.set(uint8(s.VotesAmbiguous[i]))
+			}
+		}
 		if m.Repair {
 			e = m.encodeRepair(e, s)
 		}
@@ -288,6 +293,11 @@ func (m *Model) Decode(enc string) (s *State, err error) {
 			}
 			s.Damaged = ServerSet(d.u8())
 			s.PowerLossesLeft = d.u8()
+		}
+		if m.MarkedVotes && m.PowerLosses == 0 {
+			for _, i := range m.servers {
+				s.VotesAmbiguous[i] = ServerSet(d.u8())
+			}
 		}
 		if m.Repair {
 			m.decodeRepair(&d, s)

@@ -89,7 +89,7 @@ func typeOKPower(m *Model, s *State, i ServerID) string {
 		return fmt.Sprintf("%v: votesAmbiguous %v not within votesGranted %v", i, s.VotesAmbiguous[i].Members(), s.VotesGranted[i].Members())
 	case s.Damaged.Has(i) && s.Verdict[i] == Clean && !m.Has(BugAmbiguousTailClean):
 		return fmt.Sprintf("%v: damaged but CLEAN", i)
-	case m.PowerLosses == 0 && (s.BatchStart[i] != 0 || s.VotesAmbiguous[i] != 0 || s.Damaged != 0 || s.Verdict[i] == Ambiguous):
+	case m.PowerLosses == 0 && (s.BatchStart[i] != 0 || (s.VotesAmbiguous[i] != 0 && !m.MarkedVotes) || s.Damaged != 0 || s.Verdict[i] == Ambiguous):
 		return fmt.Sprintf("%v: power-loss variables set without power losses", i)
 	}
 	return ""

@@ -51,6 +51,10 @@ const (
 	ActRequestRepair
 	ActHandleRepairRequest
 	ActHandleRepairResponse
+	// PowerLoss of a member that restarts from a snapshot (the production
+	// profile: power_production.go), with the commit index back as the
+	// snapshot's, as CrashFromSnapshot.
+	ActPowerLossFromSnapshot
 	// Wipes (wipe.go), only with Config.Wipes > 0.
 	ActWipe
 	ActAnswerFirstBoot
@@ -97,6 +101,7 @@ var actionNames = [...]string{
 	ActRequestRepair:                  "RequestRepair",
 	ActHandleRepairRequest:            "HandleRepairRequest",
 	ActHandleRepairResponse:           "HandleRepairResponse",
+	ActPowerLossFromSnapshot:          "PowerLossFromSnapshot",
 	ActWipe:                           "Wipe",
 	ActAnswerFirstBoot:                "AnswerFirstBoot",
 	ActConfirmFirstBoot:               "ConfirmFirstBoot",
@@ -191,7 +196,7 @@ func (l LabelOf[T, L]) String() string {
 	case l.Action == ActChangeConfig:
 		return fmt.Sprintf("%v(%v, %v) to %v", l.Action, l.I, l.J, DecodeConfig(l.Value))
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot ||
-		l.Action == ActPowerLoss:
+		l.Action == ActPowerLoss || l.Action == ActPowerLossFromSnapshot:
 		return fmt.Sprintf("%v(%v) keeps %d", l.Action, l.I, l.Cut)
 	case l.Action == ActRequestVote || l.Action == ActAppendEntries || l.Action == ActSendSnapshot || l.Action == ActRequestRepair:
 		return fmt.Sprintf("%v(%v, %v)", l.Action, l.I, l.J)

@@ -86,7 +86,7 @@ func (r *LivenessResult) Summary(tracePath string) string {
 func FaultAction(a Action) bool {
 	switch a {
 	case ActCrash, ActCorrupt, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActRestart,
-		ActDuplicateMessage, ActCorruptLeaderCommit, ActPowerLoss:
+		ActDuplicateMessage, ActCorruptLeaderCommit, ActPowerLoss, ActPowerLossFromSnapshot:
 		return true
 	}
 	return false

@@ -112,7 +112,7 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	out := func(n StateOf[T, L, V], got LabelOf[T, L]) {
 		switch {
 		case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot ||
-			l.Action == ActPowerLoss:
+			l.Action == ActPowerLoss || l.Action == ActPowerLossFromSnapshot:
 			if got.Cut != l.Cut {
 				return
 			}
@@ -161,6 +161,10 @@ func (m *Machine[T, L, V]) Step(s *StateOf[T, L, V], l LabelOf[T, L], emit EmitO
 	case ActPowerLoss:
 		if m.PowerLosses > 0 {
 			m.PowerLoss(s, i, out)
+		}
+	case ActPowerLossFromSnapshot:
+		if m.PowerLosses > 0 && m.Production {
+			m.PowerLossFromSnapshot(s, i, out)
 		}
 	case ActWipe, ActAnswerFirstBoot, ActConfirmFirstBoot:
 		m.stepWipe(s, l, out)
@@ -241,7 +245,7 @@ func (m *Machine[T, L, V]) windowed(s *StateOf[T, L, V], emit EmitOf[T, L, V]) E
 	}
 	return func(n StateOf[T, L, V], l LabelOf[T, L]) {
 		switch l.Action {
-		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot, ActCorruptLeaderCommit:
+		case ActCrash, ActCorrupt, ActPersist, ActCrashFromSnapshot, ActCorruptFromSnapshot, ActInstallSnapshot, ActCorruptLeaderCommit, ActPowerLoss, ActPowerLossFromSnapshot:
 		default:
 			m.openWindow(s, &n, l.I)
 		}

@@ -57,6 +57,10 @@ func (m *Machine[T, L, V]) PowerLoss(s *StateOf[T, L, V], i ServerID, emit EmitO
 	if s.PowerLossesLeft == 0 {
 		return
 	}
+	if m.Production {
+		m.powerLossProduction(s, i, emit) // power_production.go
+		return
+	}
 	m.powerLossTo(s, i, s.DurableLen[i], false, emit)
 	if s.BatchStart[i] < s.DurableLen[i] && m.mayDamage(s, i) {
 		m.powerLossTo(s, i, s.BatchStart[i], true, emit)
@@ -100,10 +104,14 @@ func (m *Machine[T, L, V]) powerLossTo(s *StateOf[T, L, V], i ServerID, k T, dam
 	emit(n, LabelOf[T, L]{Action: ActPowerLoss, I: i, Cut: k})
 }
 
-// electedBy reports whether the grants votes of candidate i, of which
-// ambiguous came from AMBIGUOUS voters, elect it: a quorum of the others,
-// or every server.
-func (m *Machine[T, L, V]) electedBy(votes, ambiguous ServerSet) bool {
+// electedBy reports whether the grants votes of a candidate with log l, of
+// which ambiguous are marked (AMBIGUOUS voters, or with MarkedVotes every
+// voter that is not CLEAN), elect it: a quorum of the others, or every
+// voter (every server; with membership, every voter of ConfigOf(l)).
+func (m *Machine[T, L, V]) electedBy(l L, votes, ambiguous ServerSet) bool {
+	if m.Membership {
+		return m.quorumIn(l, votes&^ambiguous) || (ambiguous != 0 && ConfigOf(m, l).Voters&^votes == 0)
+	}
 	return m.Quorum(votes&^ambiguous) || (ambiguous != 0 && votes.Len() == len(m.servers))
 }
 

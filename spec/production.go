@@ -282,6 +282,9 @@ func (m *Machine[T, L, V]) FlushTo(s *StateOf[T, L, V], i ServerID, emit EmitOf[
 	for k := int(s.DurableLen[i]) + 1; k < s.Log[i].Len(); k++ {
 		n := *s
 		n.DurableLen[i] = T(k)
+		if m.PowerLosses > 0 {
+			n.BatchStart[i] = s.DurableLen[i] // the flush this one is (power.go)
+		}
 		n.StaleLog[i], n.StaleDurable[i] = *new(L), 0 // the flusher syncs a pending truncation first
 		emit(n, LabelOf[T, L]{Action: ActFlushTo, I: i, Cut: T(k)})
 	}
@@ -314,6 +317,9 @@ func (m *Machine[T, L, V]) nextProduction(s *StateOf[T, L, V], emit EmitOf[T, L,
 		m.Persist(s, i, emit)
 		m.CrashFromSnapshot(s, i, emit)
 		m.CorruptFromSnapshot(s, i, emit)
+		if m.PowerLosses > 0 {
+			m.PowerLossFromSnapshot(s, i, emit) // power_production.go
+		}
 	}
 	for _, i := range m.servers {
 		for _, j := range m.servers {

@@ -16,6 +16,7 @@ type Sometimes struct {
 	Production bool     // only with the production actions
 	PowerLoss  bool     // only with power losses (power.go)
 	Repair     bool     // only with repair from peers (repair.go)
+	Marked     bool     // only with Config.MarkedVotes
 	Doc        string
 	State      func(m *Model, s *State) bool
 	Step       func(m *Model, pre *State, l Label, post *State) bool
@@ -197,13 +198,21 @@ var SometimesProperties = []Sometimes{
 		Step: func(m *Model, pre *State, l Label, post *State) bool {
 			return l.Action != ActBecomeLeader && pre.Verdict[l.I] == Ambiguous && post.Verdict[l.I] == Clean
 		}},
+	{Name: "TruncatedGrantCounts", Profile: onlyDurable, Marked: true, Doc: "a leader is elected unanimously with the marked grant of a member TRUNCATED at the time",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActBecomeLeader && anyServer(m, func(j ServerID) bool { return pre.VotesAmbiguous[l.I].Has(j) && pre.Verdict[j] == Truncated })
+		}},
+	{Name: "TruncatedLeads", Profile: onlyDurable, Marked: true, Doc: "a TRUNCATED candidate is elected unanimously (and is CLEAN)",
+		Step: func(m *Model, pre *State, l Label, post *State) bool {
+			return l.Action == ActBecomeLeader && pre.Verdict[l.I] == Truncated
+		}},
 }
 
 // SometimesFor lists the reachability properties of the model's profile.
 func (m *Model) SometimesFor() []Sometimes {
 	var out []Sometimes
 	for _, p := range SometimesProperties {
-		if (p.Profile == nil || *p.Profile == m.Profile) && (!p.Production || m.Production) && (!p.PowerLoss || m.PowerLosses > 0) && (!p.Repair || m.Repair) {
+		if (p.Profile == nil || *p.Profile == m.Profile) && (!p.Production || m.Production) && (!p.PowerLoss || m.PowerLosses > 0) && (!p.Repair || m.Repair) && (!p.Marked || m.MarkedVotes) {
 			out = append(out, p)
 		}
 	}

@@ -154,6 +154,8 @@ func (st *Story) config(kvs []string) error {
 			st.Config.PowerLosses = n
 		case "wipes":
 			st.Config.Wipes = n
+		case "markedvotes":
+			st.Config.MarkedVotes = n != 0
 		default:
 			return fmt.Errorf("unknown config %q", k)
 		}

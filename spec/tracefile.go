@@ -103,6 +103,7 @@ func (m *Machine[T, L, V]) TraceConfig(source string) *trace.Config {
 		c.BadCommits = m.BadCommits
 		c.PowerLosses = m.PowerLosses
 		c.Repair = m.Repair
+		c.MarkedVotes = m.MarkedVotes
 	}
 	if m.Membership {
 		c.Membership, c.InitVoters = true, m.InitVoters
@@ -147,7 +148,7 @@ func (m *Machine[T, L, V]) event(l LabelOf[T, L], s *StateOf[T, L, V]) trace.Eve
 		e.Value = &v
 		e.Peer = serverName(l.J)
 	case l.Action == ActCrash || l.Action == ActCorrupt || l.Action == ActFlushTo ||
-		l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot || l.Action == ActPowerLoss:
+		l.Action == ActCrashFromSnapshot || l.Action == ActCorruptFromSnapshot || l.Action == ActPowerLoss || l.Action == ActPowerLossFromSnapshot:
 		c := int(l.Cut)
 		e.Cut = &c
 	}

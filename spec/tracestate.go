@@ -63,9 +63,13 @@ func newTraceMachine(c *trace.Config) (*traceMachine, error) {
 		cfg.Crashes, cfg.Corruptions, cfg.Production = c.Crashes, c.Corruptions, c.Production
 		cfg.BadCommits = c.BadCommits
 		cfg.PowerLosses = c.PowerLosses
+		cfg.MarkedVotes = c.MarkedVotes
 	}
-	if c.PowerLosses < 0 || c.PowerLosses > trace.MaxIndex || (c.PowerLosses > 0 && (p != ProfileDurable || c.Production || c.Membership)) {
-		return nil, fmt.Errorf("powerLosses=%d: out of range, or not profile durable without the production actions and membership", c.PowerLosses)
+	if c.MarkedVotes && p != ProfileDurable {
+		return nil, errors.New("markedVotes: profile durable only")
+	}
+	if c.PowerLosses < 0 || c.PowerLosses > trace.MaxIndex || (c.PowerLosses > 0 && (p != ProfileDurable || c.Membership)) {
+		return nil, fmt.Errorf("powerLosses=%d: out of range, or not profile durable without membership", c.PowerLosses)
 	}
 	if cfg.Bugs, err = ParseBugs(c.Bugs); err != nil {
 		return nil, err

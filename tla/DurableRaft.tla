@@ -492,26 +492,44 @@ AppendEntries(i, j) ==
                      mdest          |-> j])
     /\ UNCHANGED <<serverVars, candidateVars, leaderVars, logVars, durableVars, windowVars>>
 
-\* durable: the promotion fence.  A TRUNCATED member, or one whose durable
-\* log is shorter than what it learned as committed, may not lead.  (An
-\* AMBIGUOUS one leads only by a unanimous election, ElectedBy.)
-PromotionFenceOpen(i) ==
-    verdict[i] /= Truncated /\ durableLen[i] >= learnedCommit[i]
+\* Marked votes (spec -marked-votes, issue 10 item 2, docs/durable-raft.md):
+\* every voter that is not CLEAN, TRUNCATED too, grants marked (with
+\* truncated-member-votes a TRUNCATED grant is unmarked), and a candidate
+\* that is not CLEAN passes the fence's verdict half, so it leads only by a
+\* unanimous election (ElectedBy), then CLEAN.  An operator, not a CONSTANT,
+\* so that the configs without it need not name it: a config turns it on
+\* with CONSTANT MarkedVotes = TRUE (a trace with MarkedVotes <- ...).
+MarkedVotes == FALSE
+MarkedVoter(i) ==
+    IF MarkedVotes /\ verdict[i] = Truncated THEN ~Has("truncated-member-votes")
+                                              ELSE verdict[i] = Ambiguous
 
-\* power losses (spec/power.go): the grants of AMBIGUOUS voters count only
-\* towards a unanimous election.
-ElectedBy(votes, ambiguous) ==
-    \/ votes \ ambiguous \in Quorum
-    \/ ambiguous /= {} /\ votes = Server
+\* durable: the promotion fence.  A TRUNCATED member (but with MarkedVotes),
+\* or one whose durable log is shorter than what it learned as committed,
+\* may not lead.  (An AMBIGUOUS one leads only by a unanimous election,
+\* ElectedBy.)
+\* (An IF, not a disjunction: TLC would take both disjuncts where both
+\* hold, generating the successor twice, which the explorer does not.)
+PromotionFenceOpen(i) ==
+    (IF MarkedVotes THEN TRUE ELSE verdict[i] /= Truncated) /\ durableLen[i] >= learnedCommit[i]
+
+\* power losses (spec/power.go): the marked grants count only towards a
+\* unanimous election: of every server, with membership of every voter of
+\* ConfigOf(xlog).
+\* (An IF again: at 3 servers both can hold.)
+ElectedBy(xlog, votes, ambiguous) ==
+    IF IsQuorumIn(xlog, votes \ ambiguous) THEN TRUE
+    ELSE ambiguous /= {} /\ IF Membership THEN ConfigOf(xlog).voters \subseteq votes
+                                          ELSE votes = Server
 
 \* Candidate i has a quorum of votes and becomes leader.  power losses: an
 \* AMBIGUOUS candidate elected (unanimously) is repaired.
 BecomeLeader(i) ==
     /\ state[i] = Candidate
     /\ IsQuorumIn(log[i], votesGranted[i])
-    /\ votesAmbiguous[i] /= {} => ElectedBy(votesGranted[i], votesAmbiguous[i])
+    /\ votesAmbiguous[i] /= {} => ElectedBy(log[i], votesGranted[i], votesAmbiguous[i])
     /\ IsDurable /\ ~Has("no-promotion-fence") => PromotionFenceOpen(i)
-    /\ IF verdict[i] = Ambiguous
+    /\ IF verdict[i] = Ambiguous \/ (MarkedVotes /\ verdict[i] /= Clean)
        THEN /\ verdict'         = [verdict EXCEPT ![i] = Clean]
             /\ truncatedAtTerm' = [truncatedAtTerm EXCEPT ![i] = 0]
             /\ damaged'         = damaged \ {i}
@@ -608,7 +626,7 @@ HandleRequestVoteRequest(i, j, m) ==
                     /\ m.mlastLogIndex >= Len(mine)
         floorOk   == IsDurable /\ ~Has("no-voter-learned-floor")
                         => m.mlastLogIndex >= learnedCommit[i]
-        verdictOk == /\ IsDurable /\ ~Has("truncated-member-votes")
+        verdictOk == /\ IsDurable /\ ~Has("truncated-member-votes") /\ ~MarkedVotes
                             => verdict[i] /= Truncated
                      /\ Has("ambiguous-withholds-vote") => verdict[i] /= Ambiguous
         grant == /\ m.mterm = currentTerm[i]
@@ -629,7 +647,7 @@ HandleRequestVoteRequest(i, j, m) ==
                      mlog         |-> log[i],
                      msource      |-> i,
                      mdest        |-> j,
-                     mambiguous   |-> grant /\ verdict[i] = Ambiguous],
+                     mambiguous   |-> grant /\ MarkedVoter(i)],
                     m)
 
 \* Server i counts j's answer to its vote request of this term.  power

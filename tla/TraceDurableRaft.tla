@@ -33,6 +33,7 @@
 (*  | config.powerLosses           | PowerLosses (default 0)              |*)
 (*  | config.repair                | Repair (default FALSE)               |*)
 (*  | config.wipes                 | Wipes (default 0)                    |*)
+(*  | config.markedVotes           | MarkedVotes (default FALSE)          |*)
 (*  | seq                          | l - 1                                |*)
 (*  | action                       | the operator of the same name        |*)
 (*  | node                         | i (m.mdest for message actions)      |*)
@@ -133,6 +134,7 @@ TraceInitVoters  == Field(TraceConfig, "initVoters", 0)
 TracePowerLosses == Field(TraceConfig, "powerLosses", 0)
 TraceRepair      == Field(TraceConfig, "repair", FALSE)
 TraceWipes       == Field(TraceConfig, "wipes", 0)
+TraceMarkedVotes == Field(TraceConfig, "markedVotes", FALSE)
 
 -----------------------------------------------------------------------------
 

@@ -165,6 +165,8 @@ func parseMCConfig(path string) (mcConfig, error) {
 			c.Config.Repair = val == "TRUE"
 		case "Wipes":
 			c.Config.Wipes = n
+		case "MarkedVotes":
+			c.Config.MarkedVotes = val == "TRUE"
 		case "MaxTerm":
 			c.Config.MaxTerm = n
 		case "MaxLog":

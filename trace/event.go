@@ -49,6 +49,9 @@ var Actions = []string{
 	// with nothing vouching for it (verdict AMBIGUOUS; cut: the length of
 	// the log kept).
 	"PowerLoss",
+	// PowerLoss of a member restarting from a snapshot (production): the
+	// commit index comes back as the snapshot's, as CrashFromSnapshot.
+	"PowerLossFromSnapshot",
 	// Repair from peers (spec/repair.go), in traces whose Config has
 	// "repair": true: a TRUNCATED member asks a peer (peer: the peer), the
 	// peer answers with its durable log, the member takes it (branches
@@ -128,6 +131,11 @@ type Config struct {
 	// Repair: a TRUNCATED member repairs itself from its peers
 	// (spec/repair.go; docs/repair.md). Absent means false.
 	Repair bool `json:"repair,omitempty"`
+	// MarkedVotes: every voter that is not CLEAN grants marked votes,
+	// which count only towards a unanimous election (spec -marked-votes;
+	// docs/durable-raft.md). impl/raft runs the rule unless its
+	// truncated-withholds-vote switch is on. Absent means false.
+	MarkedVotes bool `json:"markedVotes,omitempty"`
 	// Source says who wrote the trace: "spec", "impl", ...
 	Source string `json:"source,omitempty"`
 }

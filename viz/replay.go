@@ -68,7 +68,7 @@ func newReplayer(c *trace.Config) *replayer {
 			r.m, err = spec.NewModel(spec.Config{Profile: p, Servers: c.Servers, Values: min(c.Values, 200),
 				MaxTerm: 200, MaxLog: 100, MaxDup: 200, MaxMsgs: 1 << 20,
 				Crashes: min(c.Crashes, 200), Corruptions: min(c.Corruptions, 200), Bugs: bugs, Production: c.Production, PowerLosses: min(c.PowerLosses, 200),
-				Membership: c.Membership, InitVoters: c.InitVoters})
+				Membership: c.Membership, InitVoters: c.InitVoters, MarkedVotes: c.MarkedVotes})
 		}
 	}
 	if err != nil {

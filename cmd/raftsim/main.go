@@ -63,7 +63,8 @@ var faultNames = map[string]func(*sim.Faults) *bool{
 	"crashes": func(f *sim.Faults) *bool { return &f.Crashes }, "flips": func(f *sim.Faults) *bool { return &f.Flips },
 	"eio": func(f *sim.Faults) *bool { return &f.SyncErrors }, "diskfull": func(f *sim.Faults) *bool { return &f.DiskFull },
 	"slowsyncs": func(f *sim.Faults) *bool { return &f.SlowSyncs }, "latenotify": func(f *sim.Faults) *bool { return &f.LateNotify },
-	"wireflips": func(f *sim.Faults) *bool { return &f.WireFlips },
+	"wireflips":        func(f *sim.Faults) *bool { return &f.WireFlips },
+	"clusterpowerloss": func(f *sim.Faults) *bool { return &f.ClusterPowerLoss },
 }
 
 func faultList() string {

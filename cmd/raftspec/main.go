@@ -91,6 +91,7 @@ type modelFlags struct {
 	production, membership           bool
 	initVoters                       int
 	repair                           bool
+	markedVotes                      bool
 }
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
@@ -107,6 +108,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.powerLosses, "power-losses", 0, "durable: PowerLoss steps a behaviour may take (a reboot after a power cut: torn tail or damaged last synced batch, verdict AMBIGUOUS)")
 	fs.BoolVar(&f.production, "production", false, "durable: add the production core's actions (spec/production.go)")
 	fs.BoolVar(&f.membership, "membership", false, "configurations in the log and single-server changes (docs/membership.md)")
+	fs.BoolVar(&f.markedVotes, "marked-votes", false, "durable: marked votes, the rule impl/raft runs: every voter that is not CLEAN grants marked (a TRUNCATED one too), a candidate that is not CLEAN leads on a unanimous election (docs/durable-raft.md rule 7)")
 	fs.BoolVar(&f.repair, "repair", false, "durable: a TRUNCATED member is repaired from its peers without a leader (spec/repair.go, docs/repair.md)")
 	fs.IntVar(&f.initVoters, "init-voters", 0, "membership: servers 1..N are the initial voters, the others not members (0: all)")
 	fs.IntVar(&f.wipes, "wipes", 0, "Wipe steps a behaviour may take (a member's data directory emptied, restarted under its old id: spec/wipe.go)")
@@ -125,7 +127,7 @@ func (f *modelFlags) model() (*spec.Model, error) {
 	return spec.NewModel(spec.Config{Profile: p, Servers: f.servers, Values: f.values,
 		MaxTerm: f.maxTerm, MaxLog: f.maxLog, MaxDup: f.maxDup, MaxMsgs: f.maxMsgs,
 		Crashes: f.crashes, Corruptions: f.corruptions, BadCommits: f.badCommits, PowerLosses: f.powerLosses, Bugs: bugs, Production: f.production,
-		Membership: f.membership, InitVoters: f.initVoters, Repair: f.repair, Wipes: f.wipes})
+		Membership: f.membership, InitVoters: f.initVoters, Repair: f.repair, Wipes: f.wipes, MarkedVotes: f.markedVotes})
 }
 
 func explore(args []string, stdout, stderr io.Writer) error {

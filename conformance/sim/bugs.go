@@ -111,6 +111,8 @@ func (c Counts) Faults() []FaultCount {
 		{"power-loss", c.PowerLosses},
 		{"crash-at-io", c.IOCrashes},
 		{"bit-flip", c.Flips},
+		{"cluster-power-loss", c.ClusterPowerLosses},
+		{"synced-batch-flip", c.SyncedBatchFlips},
 		{"wire-flip", c.WireFlips},
 		{"fdatasync-eio", c.SyncErrors},
 		{"disk-full", c.DiskFull},

@@ -310,7 +310,10 @@ func (c *checker) readDone(n *Node, ackedBefore uint64, then func(replica.ReadRe
 // recovered: RecoveryKeepsDurable, at a boot that is not TRUNCATED.
 func (n *Node) checkRecovered(w *wal.WAL, rec *wal.Recovery) {
 	st := n.stopped
-	if n.boots == 1 || rec.Verdict == wal.Truncated || st.durable == 0 {
+	if n.batchDamaged && rec.Verdict == wal.Clean {
+		n.s.violation("DamageFound: n%d's last synced batch was damaged at rest, yet recovery says CLEAN (%s: %s)", n.ID, rec.Case, rec.Reason)
+	}
+	if n.boots == 1 || rec.Verdict == wal.Truncated || (n.batchDamaged && rec.Verdict == wal.Ambiguous) || st.durable == 0 {
 		return
 	}
 	for i := max(w.FirstIndex(), st.first, 1); i <= st.durable; i++ {

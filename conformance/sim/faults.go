@@ -50,6 +50,9 @@ func (s *Sim) faultLoop() {
 	if f.DiskFull {
 		kinds = append(kinds, (*Sim).faultDiskFull)
 	}
+	if f.ClusterPowerLoss {
+		kinds = append(kinds, (*Sim).faultClusterPowerLoss)
+	}
 	if s.opts.Membership {
 		kinds = append(kinds, (*Sim).faultMembership, (*Sim).faultMembership)
 	}
@@ -198,7 +201,7 @@ func (s *Sim) truncatedCount() int {
 	k := 0
 	for _, n := range s.Nodes {
 		switch {
-		case n.flipPending:
+		case n.flipPending, n.batchDamaged:
 			k++
 		case n.r != nil && n.r.Status().HardState.TruncatedAtTerm != 0:
 			k++

@@ -21,7 +21,7 @@ import (
 func MembershipOptions(seed uint64) Options {
 	o := Default(seed)
 	o.N, o.Membership, o.InitVoters = 5, true, 3
-	o.Faults.Flips, o.PeerRepair = false, false
+	o.Faults.Flips, o.PeerRepair, o.Faults.ClusterPowerLoss = false, false, false
 	return o
 }
 

@@ -54,7 +54,11 @@ type Node struct {
 	// flipPending: a bit was flipped at rest; the next boot must say
 	// TRUNCATED (or the damage is beyond the record's reach).
 	flipPending bool
-	diskFull    bool
+	// batchDamaged: a whole-cluster power loss damaged the last synced
+	// batch (powerloss.go); the next boot must not say CLEAN, and may lose
+	// what was durable.
+	batchDamaged bool
+	diskFull     bool
 	// faultsArmed: a disk fault is injected and not yet struck (a crash at
 	// an I/O point, a failing fdatasync, a full disk).
 	faultsArmed bool
@@ -127,8 +131,12 @@ func (n *Node) boot() error {
 		}
 		return fmt.Errorf("sim: n%d: wal.Open: %w", n.ID, err)
 	}
-	if rec.Verdict == wal.Truncated {
+	switch rec.Verdict {
+	case wal.Truncated:
 		n.s.Counts.VerdictTruncated++
+	case wal.Ambiguous:
+		n.s.Counts.VerdictAmbiguous++
+		n.s.declarePowerLosses()
 	}
 	n.checkRecovered(w, rec)
 	o := n.s.opts
@@ -155,7 +163,7 @@ func (n *Node) boot() error {
 	n.r = r
 	p := w.Progress()
 	n.durablePrev, n.durableCur = p.DurableIndex, p.DurableIndex
-	n.flipPending = false
+	n.flipPending, n.batchDamaged = false, false
 	n.s.logf("n%d booted (%s, %s): %s", n.ID, rec.Verdict, rec.Case, n.describe())
 	n.afterHandle()
 	return nil

@@ -10,10 +10,12 @@ package sim
 // RepairOptions is Default on four nodes (the repair from peers, bit
 // flips striking up to two members at once), snapshots included: a repair
 // from below a peer's compaction point goes by the peer's snapshot (spec
-// SendRepairSnapshot, docs/repair.md).
+// SendRepairSnapshot, docs/repair.md). Whole-cluster power losses are
+// off: the spec's repair has no PowerLoss (spec/repair.go's validateRepair).
 func RepairOptions(seed uint64) Options {
 	o := Default(seed)
 	o.N, o.PeerRepair = 4, true
+	o.Faults.ClusterPowerLoss = false
 	return o
 }
 

@@ -60,13 +60,18 @@ type Boot struct {
 
 // policyVerdict is the verdict as the fence sees it: TRUNCATED from the
 // boot whose recovery cut the log until FenceReleases (sticky across
-// restarts through HardState.TruncatedAtTerm); CLEAN and TORN_TAIL are
-// clean.
+// restarts through HardState.TruncatedAtTerm); AMBIGUOUS likewise, from a
+// boot whose last batch was damaged (HardState.Ambiguous; ambiguous.go);
+// CLEAN and TORN_TAIL are clean.
 type policyVerdict uint8
 
 const (
 	pvClean policyVerdict = iota + 1
 	pvTruncated
+	pvAmbiguous
+	// pvTruncatedWithheld: TRUNCATED under BugTruncatedWithholdsVote (no
+	// vote, no campaign, whatever the position).
+	pvTruncatedWithheld
 )
 
 // position is the member's durable index against the commit high-water it
@@ -179,13 +184,27 @@ var bootPolicy = []policyRow{
 		"a compaction base (snapshot sentinel) behind the high-water: CLEAN-but-behind, catch up (Req 2.1, 2.2)"},
 	{"5b", kept, []policyVerdict{pvClean}, []position{posBelow}, yes, no, []peerHeard{peerNo}, OutcomeFenced,
 		"a legitimate snapshot sentinel is never the permanent fence: it waits for a leader (Req 2.1)"},
-	{"3", kept, []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
+	{"3", kept, []policyVerdict{pvTruncated}, []position{posBelow}, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
 		"corruption cut the durable log: catch up from the leader until FenceReleases, then ELIGIBLE (Req 2.2, 2.6)"},
-	{"4", kept, []policyVerdict{pvTruncated}, nil, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
+	{"4", kept, []policyVerdict{pvTruncated}, []position{posBelow}, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
 		"corrupted and no leader: loud permanent fence, alive, keeps listening; releases on catch-up (Req 2.4, 2.6)"},
+	{"3b", kept, []policyVerdict{pvTruncated}, []position{posAtOrAbove}, anyBool, no, nil, OutcomeEligible,
+		"corruption cut the durable log, not below the commit index it learned: as row 7, it votes with its grants marked and may campaign, but only a unanimous election counts them, until it is elected so or FenceReleases (marked votes, docs/durable-raft.md)"},
+	{"3w", kept, []policyVerdict{pvTruncatedWithheld}, nil, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
+		"BugTruncatedWithholdsVote (the rule before marked votes): corruption cut the durable log: no vote, no campaign; catch up from the leader until FenceReleases"},
+	{"4w", kept, []policyVerdict{pvTruncatedWithheld}, nil, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
+		"BugTruncatedWithholdsVote: corrupted and no leader: loud permanent fence, alive, keeps listening; releases on catch-up"},
+	{"7", kept, []policyVerdict{pvAmbiguous}, []position{posAtOrAbove}, anyBool, no, nil, OutcomeEligible,
+		"the last batch was damaged and may have been acknowledged (a power loss, WAL row R6): it votes and may campaign, but its grants count only towards a unanimous election until it is elected so or FenceReleases (spec/power.go)"},
+	{"7b", kept, []policyVerdict{pvAmbiguous}, []position{posBelow}, anyBool, no, []peerHeard{peerYes}, OutcomeFenced,
+		"AMBIGUOUS and behind the commit index it learned: catch up from the leader (as row 2); FenceReleases repairs it"},
+	{"7c", kept, []policyVerdict{pvAmbiguous}, []position{posBelow}, anyBool, no, []peerHeard{peerNo}, OutcomePermanentFence,
+		"AMBIGUOUS, behind, and no leader to catch up from: loud, non-promotable, alive; releases on catch-up (as row 4b)"},
+	{"A4", kept, []policyVerdict{pvAmbiguous}, nil, anyBool, yes, nil, outcomeAssert,
+		"a first boot has no last batch to find damaged"},
 	{"A1", kept, []policyVerdict{pvClean}, []position{posBelow}, anyBool, yes, nil, outcomeAssert,
 		"a first boot has nothing learned to be behind"},
-	{"A2", kept, []policyVerdict{pvTruncated}, nil, anyBool, yes, nil, outcomeAssert,
+	{"A2", kept, []policyVerdict{pvTruncated, pvTruncatedWithheld}, nil, anyBool, yes, nil, outcomeAssert,
 		"a first boot has no log to find corrupted"},
 	{"A3", kept, []policyVerdict{pvClean}, []position{posAtOrAbove}, yes, yes, nil, outcomeAssert,
 		"a first boot has no compaction base"},
@@ -227,8 +246,13 @@ func (n *Node) policyInputs() policyInputs {
 	if n.hardStateLost {
 		in.hardState = hsLost
 	}
-	if n.hs.TruncatedAtTerm != 0 {
+	switch {
+	case n.truncated() && n.has(BugTruncatedWithholdsVote):
+		in.verdict = pvTruncatedWithheld
+	case n.truncated():
 		in.verdict = pvTruncated
+	case n.ambiguous():
+		in.verdict = pvAmbiguous
 	}
 	if n.log.durable < n.hs.LearnedCommit {
 		in.position = posBelow
@@ -239,12 +263,14 @@ func (n *Node) policyInputs() policyInputs {
 	return in
 }
 
-// fenceOpen is spec's PromotionFenceOpen: CLEAN and durable >= learnedCommit.
+// fenceOpen is spec's promotionFenceOpen: durable >= learnedCommit (a
+// candidate that is not CLEAN needs a unanimous election, won), and under
+// BugTruncatedWithholdsVote not TRUNCATED.
 func (n *Node) fenceOpen() bool {
 	if n.has(BugNoPromotionFence) {
 		return true
 	}
-	return n.hs.TruncatedAtTerm == 0 && n.log.durable >= n.hs.LearnedCommit
+	return !(n.truncated() && n.has(BugTruncatedWithholdsVote)) && n.log.durable >= n.hs.LearnedCommit
 }
 
 // promotable reports whether the node may campaign. A member whose hard
@@ -296,9 +322,9 @@ func (n *Node) evaluatePolicy(tick bool) {
 		return
 	}
 	n.alertElapsed = 0
-	verdict := "CLEAN"
+	verdict := n.verdictString()
 	if n.hs.TruncatedAtTerm != 0 {
-		verdict = fmt.Sprintf("TRUNCATED at term %d", n.hs.TruncatedAtTerm)
+		verdict += fmt.Sprintf(" at term %d", n.hs.TruncatedAtTerm)
 	}
 	switch row.outcome {
 	case OutcomeHardStateLost:
@@ -312,11 +338,4 @@ func (n *Node) evaluatePolicy(tick bool) {
 		n.alertCondition(AlertFenced, "row %s: %s: %s (verdict %s, durable %d, learned commit %d, no leader for %d ticks)",
 			row.row, row.outcome, row.why, verdict, n.log.durable, n.hs.LearnedCommit, n.leaderSilentTicks)
 	}
-}
-
-func (n *Node) verdictString() string {
-	if n.hs.TruncatedAtTerm != 0 {
-		return "TRUNCATED"
-	}
-	return "CLEAN"
 }

@@ -41,7 +41,7 @@ func mustNode(t *testing.T, cfg Config, boot Boot) *Node {
 func TestBootPolicyExhaustive(t *testing.T) {
 	combinations := 0
 	for _, h := range []hardStateFinding{hsKept, hsLost} {
-		for _, v := range []policyVerdict{pvClean, pvTruncated} {
+		for _, v := range []policyVerdict{pvClean, pvTruncated, pvAmbiguous, pvTruncatedWithheld} {
 			for _, p := range []position{posAtOrAbove, posBelow} {
 				for _, snap := range []bool{false, true} {
 					for _, first := range []bool{false, true} {
@@ -66,7 +66,7 @@ func TestBootPolicyExhaustive(t *testing.T) {
 			}
 		}
 	}
-	if combinations != 64 {
+	if combinations != 128 {
 		t.Fatalf("%d combinations", combinations)
 	}
 }
@@ -97,7 +97,8 @@ func TestBootPolicyRows(t *testing.T) {
 		st       *MemoryStorage
 		hs       HardState
 		verdict  Verdict
-		silent   bool   // no leader for CatchUpTicks
+		silent   bool // no leader for CatchUpTicks
+		bugs     Bug
 		leaveRow string // the row after a leader's AppendEntries caught it up (and repaired it)
 	}
 	compacted := logOf(1, 1, 1, 1, 1)
@@ -111,15 +112,31 @@ func TestBootPolicyRows(t *testing.T) {
 		{row: "2", outcome: OutcomeFenced, st: logOf(1, 1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictClean, leaveRow: "1"},
 		{row: "4b", outcome: OutcomePermanentFence, st: logOf(1, 1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictClean, silent: true, leaveRow: "1"},
 		{row: "3", outcome: OutcomeFenced, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictTruncated, leaveRow: "1"},
-		{row: "3", outcome: OutcomeFenced, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2, TruncatedAtTerm: 1}, verdict: VerdictClean, leaveRow: "1"},
+		{row: "3b", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2, TruncatedAtTerm: 1}, verdict: VerdictClean, leaveRow: "1"},
+		{row: "3b", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2}, verdict: VerdictTruncated, leaveRow: "1"},
+		{row: "3w", outcome: OutcomeFenced, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2, TruncatedAtTerm: 1}, verdict: VerdictClean, bugs: BugTruncatedWithholdsVote, leaveRow: "1"},
+		{row: "4w", outcome: OutcomePermanentFence, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 1}, verdict: VerdictTruncated, bugs: BugTruncatedWithholdsVote, silent: true, leaveRow: "1"},
 		{row: "4", outcome: OutcomePermanentFence, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictTruncated, silent: true, leaveRow: "1"},
 		{row: "5", outcome: OutcomeFenced, st: compacted, hs: HardState{Term: 1, LearnedCommit: 8}, verdict: VerdictClean},
 		{row: "5b", outcome: OutcomeFenced, st: compacted, hs: HardState{Term: 1, LearnedCommit: 8}, verdict: VerdictClean, silent: true},
+		// AMBIGUOUS (a power loss damaged the last batch): the WAL wrote the
+		// mark, or (the core's own) the boot adds it; a later CLEAN boot
+		// keeps it (sticky). It may campaign; FenceReleases repairs it.
+		{row: "7", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2, TruncatedAtTerm: 1, Ambiguous: true}, verdict: VerdictAmbiguous, leaveRow: "1"},
+		{row: "7", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 1}, verdict: VerdictAmbiguous, leaveRow: "1"},
+		{row: "7", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, TruncatedAtTerm: 1, Ambiguous: true}, verdict: VerdictClean, leaveRow: "1"},
+		{row: "7b", outcome: OutcomeFenced, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictAmbiguous, leaveRow: "1"},
+		{row: "7c", outcome: OutcomePermanentFence, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 5}, verdict: VerdictAmbiguous, silent: true, leaveRow: "1"},
+		// An AMBIGUOUS boot of a TRUNCATED member stays TRUNCATED (spec PowerLoss).
+		{row: "3b", outcome: OutcomeEligible, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 2, TruncatedAtTerm: 1}, verdict: VerdictAmbiguous, leaveRow: "1"},
+		{row: "3", outcome: OutcomeFenced, st: logOf(1, 1), hs: HardState{Term: 1, LearnedCommit: 3, TruncatedAtTerm: 1}, verdict: VerdictAmbiguous, leaveRow: "1"},
 	}
 	for _, c := range cases {
 		t.Run("row "+c.row+" "+c.verdict.String(), func(t *testing.T) {
 			st := c.st.Clone()
-			n := mustNode(t, testConfig(2, st), Boot{HardState: c.hs, Verdict: c.verdict})
+			cfg := testConfig(2, st)
+			cfg.TestingBugs = c.bugs
+			n := mustNode(t, cfg, Boot{HardState: c.hs, Verdict: c.verdict})
 			if c.silent {
 				tickSilent(n)
 			}
@@ -142,12 +159,15 @@ func TestBootPolicyRows(t *testing.T) {
 			if c.verdict == VerdictTruncated && (!rd.HardStateChanged || rd.HardState.TruncatedAtTerm != c.hs.Term) {
 				t.Fatalf("the TRUNCATED boot did not persist truncatedAtTerm: %+v", rd)
 			}
+			if s, want := n.Status(), c.row[0] == '7'; s.HardState.Ambiguous != want || (want && (s.Verdict != "AMBIGUOUS" || s.HardState.TruncatedAtTerm != c.hs.Term)) {
+				t.Fatalf("hard state %+v verdict %s, AMBIGUOUS mark wanted: %v", s.HardState, s.Verdict, want)
+			}
 			if c.leaveRow == "" {
 				return
 			}
 			catchUp(t, n, st)
-			if s := n.Status(); s.FenceRow != c.leaveRow || s.Fence != OutcomeEligible {
-				t.Fatalf("after catching up: row %s %v, want row %s ELIGIBLE", s.FenceRow, s.Fence, c.leaveRow)
+			if s := n.Status(); s.FenceRow != c.leaveRow || s.Fence != OutcomeEligible || s.Verdict != "CLEAN" || s.HardState.Ambiguous {
+				t.Fatalf("after catching up: row %s %v %s (%+v), want row %s ELIGIBLE CLEAN", s.FenceRow, s.Fence, s.Verdict, s.HardState, c.leaveRow)
 			}
 		})
 	}
@@ -158,6 +178,7 @@ func TestBootPolicyRows(t *testing.T) {
 // commits them all.
 func catchUp(t *testing.T, n *Node, st *MemoryStorage) {
 	t.Helper()
+	fenced := n.Status().Fence != OutcomeEligible
 	ents := []Entry{{1, 1, nil}, {2, 1, nil}, {3, 1, nil}, {4, 1, nil}, {5, 1, nil}, {6, 2, nil}}
 	m := Message{Type: MsgApp, From: 1, To: 2, Term: 2, Entries: ents, Commit: 6, LeaderCommit: 6}
 	if err := n.Step(m); err != nil {
@@ -180,7 +201,7 @@ func catchUp(t *testing.T, n *Node, st *MemoryStorage) {
 	if len(rd.MessagesAfterPersist) != 1 || !rd.MessagesAfterPersist[0].Success || rd.MessagesAfterPersist[0].MatchIndex != 6 {
 		t.Fatalf("no durable acknowledgment: %v", rd.MessagesAfterPersist)
 	}
-	if alertsOf(rd, AlertFenceReleased) == 0 {
+	if fenced && alertsOf(rd, AlertFenceReleased) == 0 {
 		t.Fatalf("no release alert: %v", rd.Alerts)
 	}
 }
@@ -199,21 +220,32 @@ func TestFenceStickyAcrossRestart(t *testing.T) {
 	if s := n2.Status(); s.Verdict != "TRUNCATED" || s.FenceRow != "3" {
 		t.Fatalf("after a clean restart: %+v", s)
 	}
-	// A TRUNCATED member grants no vote, even to an up-to-date candidate.
+	// A TRUNCATED member's grant to an up-to-date candidate is marked
+	// (it counts only towards a unanimous election), and with
+	// BugTruncatedWithholdsVote there is none.
 	m := Message{Type: MsgVote, From: 1, To: 2, Term: 4, LastLogTerm: 1, LastLogIndex: 9}
 	if err := n2.Step(m); err != nil {
 		t.Fatal(err)
 	}
 	rd := n2.Ready()
-	if len(rd.MessagesAfterPersist) != 1 || rd.MessagesAfterPersist[0].Granted {
-		t.Fatalf("a TRUNCATED member voted: %v", rd.MessagesAfterPersist)
+	if len(rd.MessagesAfterPersist) != 1 || !rd.MessagesAfterPersist[0].Granted || !rd.MessagesAfterPersist[0].Ambiguous {
+		t.Fatalf("a TRUNCATED member's vote, want granted and marked: %v", rd.MessagesAfterPersist)
+	}
+	cfg := testConfig(2, st)
+	cfg.TestingBugs = BugTruncatedWithholdsVote
+	n3 := mustNode(t, cfg, Boot{HardState: hs, Verdict: VerdictClean})
+	if err := n3.Step(m); err != nil {
+		t.Fatal(err)
+	}
+	if rd := n3.Ready(); len(rd.MessagesAfterPersist) != 1 || rd.MessagesAfterPersist[0].Granted {
+		t.Fatalf("with BugTruncatedWithholdsVote a TRUNCATED member voted: %v", rd.MessagesAfterPersist)
 	}
 }
 
 // TestPermanentFenceRepeatsAndNeverExits: the loud permanent fence repeats
 // every AlertTicks, for as long as it lasts.
 func TestPermanentFenceRepeatsAndNeverExits(t *testing.T) {
-	n := mustNode(t, testConfig(2, logOf(1)), Boot{HardState: HardState{Term: 1}, Verdict: VerdictTruncated})
+	n := mustNode(t, testConfig(2, logOf(1)), Boot{HardState: HardState{Term: 1, LearnedCommit: 2}, Verdict: VerdictTruncated})
 	alerts := 0
 	for k := 0; k < 20*n.cfg.AlertTicks; k++ {
 		n.Tick()

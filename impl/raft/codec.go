@@ -11,7 +11,8 @@ import (
 //
 //	version    u8 (1)
 //	type       u8
-//	flags      u8        bit 0 Transfer, bit 1 Granted, bit 2 Success; others zero
+//	flags      u8        bit 0 Transfer, bit 1 Granted, bit 2 Success,
+//	                     bit 3 Ambiguous; others zero
 //	14 uvarints          from, to, term, lastLogIndex, lastLogTerm, prevLogIndex,
 //	                     prevLogTerm, commit, leaderCommit, matchIndex,
 //	                     hintIndex, hintTerm, round, seq
@@ -59,6 +60,9 @@ func flagsOf(m *Message) byte {
 	if m.Success {
 		f |= 4
 	}
+	if m.Ambiguous {
+		f |= 8
+	}
 	return f
 }
 
@@ -86,10 +90,10 @@ func UnmarshalMessage(b []byte, maxEntries int, maxBytes uint64) (Message, error
 		return m, fmt.Errorf("%w: type %d", ErrCodec, body[1])
 	}
 	f := body[2]
-	if f&^7 != 0 {
+	if f&^15 != 0 {
 		return m, fmt.Errorf("%w: flags %#x", ErrCodec, f)
 	}
-	m.Transfer, m.Granted, m.Success = f&1 != 0, f&2 != 0, f&4 != 0
+	m.Transfer, m.Granted, m.Success, m.Ambiguous = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0
 	r := reader{b: body[3:]}
 	var v [14]uint64
 	for k := range v {

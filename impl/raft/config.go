@@ -223,6 +223,19 @@ const (
 	// value then closes its promotion fence and raises its voter floor for
 	// ever (spec learnedFrom).
 	BugLearnedCommitUnclamped
+	// BugAmbiguousTailClean: the core half of spec -bug
+	// ambiguous-tail-clean: a boot whose verdict is AMBIGUOUS (a damaged
+	// last batch that may have been acknowledged) boots CLEAN, as the WAL's
+	// TORN_TAIL did before issue 10 item 2: the boot keeps the mark it
+	// found (none on a CLEAN member), and the member votes as if it never
+	// had the batch. Its storage half (no mark written) is the driver's:
+	// the rafttest harness honours it; impl/wal always writes the mark.
+	BugAmbiguousTailClean
+	// BugAmbiguousWithholdsVote: the core half of spec -bug
+	// ambiguous-withholds-vote: an AMBIGUOUS member grants no vote (nor
+	// pre-vote), as a TRUNCATED one: after a power loss that leaves a
+	// quorum AMBIGUOUS nobody can be elected.
+	BugAmbiguousWithholdsVote
 	// BugConfigBeforeOwnTermCommit: a leader appends a configuration
 	// change before it has committed an entry of its own term (the
 	// single-server change bug Ongaro reported in 2015; docs/membership.md).
@@ -244,6 +257,15 @@ const (
 	// voters (itself counted out) instead of every other voter (spec's
 	// wipe-confirm-quorum).
 	BugWipeConfirmQuorum
+	// BugTruncatedWithholdsVote: the rule before marked votes (issue 10
+	// item 2, spec without -marked-votes): a TRUNCATED member grants no
+	// vote (nor pre-vote) and never campaigns, instead of granting marked
+	// votes (ambiguous.go) and leading on a unanimous election. Safe, but
+	// a cluster of three with one TRUNCATED and one AMBIGUOUS member has
+	// no quorum of unmarked grants and no unanimous election: it wedges
+	// (spec TestLivenessTruncatedAndAmbiguous; the simulator's liveness
+	// check). A trace declares it as the absence of markedVotes.
+	BugTruncatedWithholdsVote
 	bugEnd
 )
 
@@ -278,8 +300,11 @@ var bugNames = map[Bug]string{
 	BugLearnedCommitUnclamped:      "learned-commit-unclamped",
 	BugConfigBeforeOwnTermCommit:   "config-before-own-term-commit",
 	BugConfigWhileUncommitted:      "config-while-uncommitted",
+	BugAmbiguousTailClean:          "ambiguous-tail-clean",
+	BugAmbiguousWithholdsVote:      "ambiguous-withholds-vote",
 	BugRepairVotesEarly:            "repair-votes-early",
 	BugRepairIgnoresTerm:           "repair-ignores-term",
+	BugTruncatedWithholdsVote:      "truncated-withholds-vote",
 }
 
 func (b Bug) String() string {

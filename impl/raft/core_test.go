@@ -302,6 +302,8 @@ func sampleMessages() []Message {
 	return []Message{
 		{Type: MsgVote, From: 1, To: 2, Term: 3, LastLogIndex: 5, LastLogTerm: 2, Transfer: true},
 		{Type: MsgVoteResp, From: 2, To: 1, Term: 3, Granted: true},
+		{Type: MsgVoteResp, From: 2, To: 1, Term: 3, Granted: true, Ambiguous: true},
+		{Type: MsgPreVoteResp, From: 2, To: 1, Term: 4, Granted: true, Ambiguous: true},
 		{Type: MsgPreVote, From: 1, To: 2, Term: 4, LastLogIndex: 5, LastLogTerm: 2},
 		{Type: MsgPreVoteResp, From: 2, To: 1, Term: 4},
 		{Type: MsgApp, From: 1, To: 2, Term: 3, PrevLogIndex: 1, PrevLogTerm: 1, Commit: 2, LeaderCommit: 5, Round: 7, Seq: 9,

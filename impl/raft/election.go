@@ -44,8 +44,8 @@ func (n *Node) campaignPre() {
 		n.stepDown()
 	}
 	n.role, n.lead = RolePreCandidate, None
-	n.trk.ResetVotes()
-	n.trk.RecordVote(uint64(n.id), true)
+	n.resetVotes()
+	n.recordVote(n.id, true, n.markedVoter())
 	if n.won() {
 		n.campaign(false)
 		return
@@ -98,7 +98,7 @@ func (n *Node) campaign(transfer bool) {
 // voteGrant is spec HandleRequestVoteRequest's grant for a request of the
 // current term: raft.tla's logOk against the durable log, votedFor, the
 // voter floor (the candidate's durable index reaches learnedCommit), and
-// no vote from a TRUNCATED member.
+// the verdict's (a member that is not CLEAN grants marked: ambiguous.go).
 func (n *Node) voteGrant(m *Message) bool {
 	term, index := n.log.durableTip()
 	logOk := m.LastLogTerm > term || (m.LastLogTerm == term && m.LastLogIndex >= index)
@@ -109,11 +109,11 @@ func (n *Node) voteGrant(m *Message) bool {
 		}
 		grant = false
 	}
-	if !n.has(BugTruncatedMemberVotes) && n.hs.TruncatedAtTerm != 0 {
-		if grant {
-			n.mark(MarkVoteRefusedTruncated)
-		}
+	if n.withholdsVote() {
 		grant = false
+	}
+	if grant && n.truncated() && n.markedVoter() {
+		n.mark(MarkVoteMarkedTruncated)
 	}
 	return grant
 }
@@ -152,7 +152,7 @@ func (n *Node) handleVote(m Message) {
 	if n.tr != nil {
 		n.tr.event("HandleRequestVoteRequest", m.From, &m, "")
 	}
-	resp := Message{Type: MsgVoteResp, From: n.id, To: m.From, Term: n.hs.Term, Granted: grant}
+	resp := Message{Type: MsgVoteResp, From: n.id, To: m.From, Term: n.hs.Term, Granted: grant, Ambiguous: grant && n.markedVoter()}
 	if m.From == n.id {
 		n.handleVoteResp(resp)
 		return
@@ -180,7 +180,7 @@ func (n *Node) handleVoteResp(m Message) {
 	if n.tr != nil {
 		n.tr.event("HandleRequestVoteResponse", m.From, &m, "")
 	}
-	n.trk.RecordVote(uint64(m.From), m.Granted)
+	n.recordVote(m.From, m.Granted, m.Ambiguous)
 	if m.From != n.id && n.won() {
 		n.becomeLeader()
 	}
@@ -189,7 +189,7 @@ func (n *Node) handleVoteResp(m Message) {
 // won reports whether the votes granted form a quorum and the promotion
 // fence is open (spec BecomeLeader's guards).
 func (n *Node) won() bool {
-	if _, _, res := n.trk.TallyVotes(); n.hardStateLost || n.stateFenced || res != quorum.VoteWon {
+	if _, _, res := n.trk.TallyVotes(); n.hardStateLost || n.stateFenced || res != quorum.VoteWon || !n.electedBy() {
 		return false
 	}
 	if n.role == RolePreCandidate {
@@ -212,7 +212,7 @@ func (n *Node) handlePreVote(m Message) {
 	if !n.has(BugNoVoterLearnedFloor) && m.LastLogIndex < n.hs.LearnedCommit {
 		grant = false
 	}
-	if !n.has(BugTruncatedMemberVotes) && n.hs.TruncatedAtTerm != 0 {
+	if n.withholdsVote() {
 		grant = false
 	}
 	if n.hardStateLost {
@@ -222,7 +222,7 @@ func (n *Node) handlePreVote(m Message) {
 	if n.stateFenced {
 		grant = false
 	}
-	resp := Message{Type: MsgPreVoteResp, To: m.From, Term: n.hs.Term, Granted: grant}
+	resp := Message{Type: MsgPreVoteResp, To: m.From, Term: n.hs.Term, Granted: grant, Ambiguous: grant && n.markedVoter()}
 	if grant {
 		resp.Term = m.Term
 	}
@@ -241,7 +241,7 @@ func (n *Node) handlePreVoteResp(m Message) {
 		n.campaign(false)
 		return
 	}
-	n.trk.RecordVote(uint64(m.From), m.Granted)
+	n.recordVote(m.From, m.Granted, m.Ambiguous)
 	// A pre-candidate gives up once a majority refused (not as soon as it
 	// cannot win: a vote still missing may be a pre-vote in flight).
 	switch _, rejected, _ := n.trk.TallyVotes(); {
@@ -258,6 +258,7 @@ func (n *Node) handlePreVoteResp(m Message) {
 func (n *Node) becomeLeader() {
 	n.becomeFollower(n.id)
 	n.role = RoleLeader
+	n.repairOnElection()
 	if n.tr != nil {
 		n.tr.event("BecomeLeader", None, nil, "")
 	}

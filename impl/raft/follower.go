@@ -130,7 +130,7 @@ func (n *Node) ackApp(m *Message) {
 	n.log.committed = max(n.log.committed, m.Commit)
 	n.hs.LearnedCommit = max(n.hs.LearnedCommit, n.learnedFrom(m.LeaderCommit, match))
 	if n.hs.TruncatedAtTerm != 0 && n.fenceReleases(m, match) {
-		n.hs.TruncatedAtTerm = 0
+		n.hs.TruncatedAtTerm, n.hs.Ambiguous = 0, false // TRUNCATED or AMBIGUOUS
 		n.mark(MarkFenceReleased)
 	}
 	if n.tr != nil {

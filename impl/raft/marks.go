@@ -12,7 +12,7 @@ const (
 	MarkAckAwaitsDurable
 	MarkFenceReleased
 	MarkVoteRefusedFloor
-	MarkVoteRefusedTruncated
+	MarkVoteMarkedTruncated
 	MarkVoteIgnoredInLease
 	MarkAppendRejected
 	MarkReadConfirmed
@@ -20,14 +20,14 @@ const (
 )
 
 var markInfo = [markEnd]struct{ name, what string }{
-	MarkConflictTruncated:    {"raft/conflict-truncated", "a follower truncated a conflicting suffix of its log"},
-	MarkAckAwaitsDurable:     {"raft/ack-awaits-durable", "a follower held an acknowledgment until its entries were durable"},
-	MarkFenceReleased:        {"raft/fence-released", "a TRUNCATED member durably caught up with a newer leader's commit and was released"},
-	MarkVoteRefusedFloor:     {"raft/vote-refused-learned-floor", "a vote the log check allowed was refused: the candidate is below the voter's learned commit"},
-	MarkVoteRefusedTruncated: {"raft/vote-refused-truncated", "a TRUNCATED member refused a vote the log check allowed"},
-	MarkVoteIgnoredInLease:   {"raft/vote-ignored-in-lease", "a vote request of a newer term ignored: the member heard from its leader within an election timeout"},
-	MarkAppendRejected:       {"raft/append-rejected", "a follower refused an AppendEntries whose previous entry it lacks, with a hint"},
-	MarkReadConfirmed:        {"raft/read-confirmed", "a ReadIndex round confirmed by a quorum released its reads"},
+	MarkConflictTruncated:   {"raft/conflict-truncated", "a follower truncated a conflicting suffix of its log"},
+	MarkAckAwaitsDurable:    {"raft/ack-awaits-durable", "a follower held an acknowledgment until its entries were durable"},
+	MarkFenceReleased:       {"raft/fence-released", "a TRUNCATED member durably caught up with a newer leader's commit and was released"},
+	MarkVoteRefusedFloor:    {"raft/vote-refused-learned-floor", "a vote the log check allowed was refused: the candidate is below the voter's learned commit"},
+	MarkVoteMarkedTruncated: {"raft/vote-marked-truncated", "a TRUNCATED member granted a vote, marked (it counts only in a unanimous election)"},
+	MarkVoteIgnoredInLease:  {"raft/vote-ignored-in-lease", "a vote request of a newer term ignored: the member heard from its leader within an election timeout"},
+	MarkAppendRejected:      {"raft/append-rejected", "a follower refused an AppendEntries whose previous entry it lacks, with a hint"},
+	MarkReadConfirmed:       {"raft/read-confirmed", "a ReadIndex round confirmed by a quorum released its reads"},
 }
 
 // String is the mark's name, "raft/what-happened".

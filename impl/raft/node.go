@@ -29,6 +29,7 @@ type Node struct {
 	// member, the votes of an election; confs: the configurations of the
 	// log (membership.go).
 	trk         *tracker.Tracker
+	ballot      map[NodeID]uint8 // the answers of the election in progress (ambiguous.go)
 	confs       confHistory
 	confChanged bool // the configuration in force changed since the last Ready
 
@@ -133,9 +134,7 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 	// first boot's term 1 is Init's). A TRUNCATED mark the storage did not
 	// write already waits for a Persist (BugMarkAfterCut).
 	n.hsPersisted = hs
-	if boot.Verdict == VerdictTruncated {
-		hs.TruncatedAtTerm = hs.Term
-	}
+	hs = n.bootMark(hs, boot.Verdict)
 	n.hs = hs
 	n.resetElection()
 	if err := n.bootFirstBoot(boot); err != nil {
@@ -153,7 +152,7 @@ func NewNode(cfg Config, boot Boot) (*Node, error) {
 		}
 		n.tr = tr
 		if !n.firstBoot {
-			n.tr.boot(boot.Verdict == VerdictTruncated)
+			n.tr.boot(boot.Verdict)
 		}
 	}
 	n.evaluatePolicy(false)
@@ -213,6 +212,8 @@ func (n *Node) validateHardState(hs HardState) error {
 		return fmt.Errorf("raft: boot: hard state %+v out of range", hs)
 	case hs.TruncatedAtTerm > max(hs.Term, 1):
 		return fmt.Errorf("raft: boot: truncatedAtTerm %d beyond term %d", hs.TruncatedAtTerm, hs.Term)
+	case hs.Ambiguous && hs.TruncatedAtTerm == 0:
+		return fmt.Errorf("raft: boot: hard state marked ambiguous without its term (truncatedAtTerm 0)")
 	case n.log.last >= n.log.first && n.log.lastTerm() > max(hs.Term, 1):
 		return fmt.Errorf("raft: boot: last entry of term %d beyond the hard state's term %d", n.log.lastTerm(), hs.Term)
 	}
@@ -429,7 +430,7 @@ func (n *Node) becomeFollower(lead NodeID) {
 	n.bcastPending, n.uncommittedBytes = false, 0
 	n.pendingReads, n.waitingReads = nil, nil
 	n.transferee = None
-	n.trk.ResetVotes()
+	n.resetVotes()
 	n.heartbeatElapsed = 0
 }
 
@@ -642,7 +643,7 @@ func (n *Node) checkInvariants() {
 	if !(n.lagTicks >= 0 && n.lagTicks <= n.cfg.ElectionTick) {
 		failf("lag of %d ticks, the grace is %d", n.lagTicks, n.cfg.ElectionTick)
 	}
-	if !(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1) {
+	if !(n.hs.TruncatedAtTerm <= n.hs.Term && n.hs.Term >= 1 && (!n.hs.Ambiguous || n.hs.TruncatedAtTerm != 0)) {
 		failf("hard state %+v", n.hs)
 	}
 	n.checkConfInvariants()

@@ -9,7 +9,7 @@ package raft
 // sameHardState compares the hard state to persist: term, vote and the
 // TRUNCATED mark. LearnedCommit is not hard state to persist (Ready).
 func sameHardState(a, b HardState) bool {
-	return a.Term == b.Term && a.Vote == b.Vote && a.TruncatedAtTerm == b.TruncatedAtTerm
+	return a.Term == b.Term && a.Vote == b.Vote && a.TruncatedAtTerm == b.TruncatedAtTerm && a.Ambiguous == b.Ambiguous
 }
 
 // windowOpen reports whether the last Ready handed out a hard state or a

@@ -314,7 +314,7 @@ func (n *Node) countRepair(peer NodeID, term uint64, want tip) {
 	voters := n.trk.Config.Voters
 	released := n.has(BugRepairVotesEarly) || !voters.IsQuorum(func(id uint64) bool { return !n.repair.counted[NodeID(id)] })
 	if released {
-		n.hs.TruncatedAtTerm = 0
+		n.hs.TruncatedAtTerm, n.hs.Ambiguous = 0, false // an AMBIGUOUS member repairs so too: its mark goes with it
 	}
 	if n.tr != nil {
 		m := Message{Type: MsgRepairResp, From: peer, To: n.id, Term: term, LastLogTerm: want.term, LastLogIndex: want.index}

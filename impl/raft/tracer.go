@@ -49,6 +49,10 @@ type TraceParams struct {
 	// messages a test harness changed in flight (rafttest's
 	// corrupt-commit). 0: none, and the config does not name it.
 	BadCommits int
+	// PowerLosses is the spec's PowerLoss budget: at least the number of
+	// boots with an AMBIGUOUS verdict (traced as PowerLoss). 0: none, and
+	// the config does not name it (nor the power-loss switches).
+	PowerLosses int
 	// Bugs are the test switches the nodes run with (Config.TestingBugs).
 	Bugs Bug
 	// Membership: configurations are log entries and ChangeConfig a step
@@ -69,6 +73,9 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.PowerLosses < 0 || p.PowerLosses > trace.MaxIndex || (p.PowerLosses > 0 && p.Membership) {
+		return nil, fmt.Errorf("raft: trace budget power losses=%d out of range (or with membership, which the spec's PowerLoss does not have)", p.PowerLosses)
+	}
 	if p.Crashes < 0 || p.Corruptions < 0 || p.Crashes > trace.MaxIndex || p.Corruptions > trace.MaxIndex {
 		return nil, fmt.Errorf("raft: trace budgets crashes=%d corruptions=%d out of range", p.Crashes, p.Corruptions)
 	}
@@ -79,8 +86,10 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 		return nil, err
 	}
 	c := &trace.Config{Profile: "durable", Servers: len(names), Names: names, Values: TraceValues,
-		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: p.declaredBugs().String(), Production: true, Source: "impl"}
+		Crashes: p.Crashes, Corruptions: p.Corruptions, BadCommits: p.BadCommits, Bugs: p.declaredBugs().String(), Production: true, Source: "impl",
+		PowerLosses: p.PowerLosses}
 	c.Membership, c.InitVoters, c.Repair = p.Membership, p.InitVoters, p.Repair
+	c.MarkedVotes = p.Bugs&BugTruncatedWithholdsVote == 0 // the rule the core runs (ambiguous.go)
 	if c.Crashes == 0 {
 		c.Crashes = DefaultTraceBudget
 	}
@@ -95,14 +104,22 @@ func TraceConfig(p TraceParams) (*trace.Config, error) {
 // takes them with membership only).
 const membershipBugs = BugConfigBeforeOwnTermCommit | BugConfigWhileUncommitted
 
+// powerLossBugs are the switches of the ambiguous tail: without power
+// losses no step is theirs, and the trace does not declare them (spec
+// takes them with power losses only).
+const powerLossBugs = BugAmbiguousTailClean | BugAmbiguousWithholdsVote
+
 // declaredBugs are the switches a trace's config names: not the reporting
 // ones, nor the first-boot confirmation's (a trace has no Wipe step: a
 // wiped member's boot is refused by the checker whatever the switch says),
-// and the membership and repair ones only with their steps.
+// and the membership, repair and power-loss ones only with their steps.
 func (p *TraceParams) declaredBugs() Bug {
-	b := p.Bugs &^ (ReportingBugs | WipeBugs)
+	b := p.Bugs &^ (ReportingBugs | WipeBugs | BugTruncatedWithholdsVote) // the last: markedVotes absent
 	if !p.Membership {
 		b &^= membershipBugs
+	}
+	if p.PowerLosses == 0 {
+		b &^= powerLossBugs
 	}
 	if !p.Repair {
 		b &^= RepairBugs
@@ -185,7 +202,7 @@ func TraceMessage(m *Message, names map[NodeID]string) *trace.Message {
 	case MsgVote:
 		t.Mtype, t.MlastLogTerm, t.MlastLogIndex = "RequestVoteRequest", int(m.LastLogTerm), int(m.LastLogIndex)
 	case MsgVoteResp:
-		t.Mtype, t.MvoteGranted = "RequestVoteResponse", m.Granted
+		t.Mtype, t.MvoteGranted, t.Mambiguous = "RequestVoteResponse", m.Granted, m.Ambiguous
 	case MsgApp:
 		t.Mtype, t.MprevLogIndex, t.MprevLogTerm = "AppendEntriesRequest", int(m.PrevLogIndex), int(m.PrevLogTerm)
 		t.Mentries = make([]trace.Entry, len(m.Entries))
@@ -372,8 +389,11 @@ func (t *tracer) flush(whole bool) {
 	}
 }
 
-// boot reports a restart: spec Crash, or Corrupt when recovery found the
-// log cut inside its durable prefix. The cut is the recovered log's length.
+// boot reports a restart: spec Crash, Corrupt when recovery found the log
+// cut inside its durable prefix, or PowerLoss when it found the last batch
+// damaged with nothing vouching for it (VerdictAmbiguous: the cut may be
+// below the durable length, which Crash cannot do). The cut is the
+// recovered log's length.
 // The event logs the whole recovered log (keep nothing): this tracer does
 // not know what the node's previous one logged last, and the recovered
 // log need not be a prefix of it (a truncation brought back by a crash).
@@ -381,15 +401,18 @@ func (t *tracer) flush(whole bool) {
 // A boot with a snapshot brings its commit index back as the snapshot's
 // (everything up to it is committed): CrashFromSnapshot or
 // CorruptFromSnapshot.
-func (t *tracer) boot(corrupt bool) {
+func (t *tracer) boot(v Verdict) {
 	cut := len(t.log)
 	t.keep = 0
 	e := trace.Event{Action: "Crash", Node: t.name, Cut: &cut, State: t.nodeState()}
-	if corrupt {
+	switch v {
+	case VerdictTruncated:
 		e.Action = "Corrupt"
+	case VerdictAmbiguous:
+		e.Action = "PowerLoss"
 	}
 	if t.n.log.committed > 0 {
-		e.Action += "FromSnapshot"
+		e.Action += "FromSnapshot" // CrashFromSnapshot, CorruptFromSnapshot, PowerLossFromSnapshot
 	}
 	t.sink.Event(e)
 }

@@ -55,6 +55,11 @@ type HardState struct {
 	Vote            NodeID
 	LearnedCommit   uint64 // spec learnedCommit: the highest commit index learned
 	TruncatedAtTerm uint64 // spec truncatedAtTerm: term of the corrupted boot, 0 when repaired
+	// Ambiguous: the mark TruncatedAtTerm is an AMBIGUOUS one (spec
+	// verdict AMBIGUOUS, spec/power.go: a boot whose last batch was damaged,
+	// VerdictAmbiguous), not a TRUNCATED one. Never set without
+	// TruncatedAtTerm.
+	Ambiguous bool
 }
 
 // Verdict is the recovery verdict of the WAL at this boot (impl/wal's
@@ -70,6 +75,13 @@ const (
 	VerdictTornTail
 	// VerdictTruncated: the log lost entries inside its durable prefix.
 	VerdictTruncated
+	// VerdictAmbiguous: the last batch failed verification and nothing
+	// vouched for it (impl/wal row R6): a write torn before its fdatasync,
+	// or a synced, possibly acknowledged batch damaged at rest; the log is
+	// cut before it. Spec PowerLoss: the member is AMBIGUOUS (marked with
+	// HardState.TruncatedAtTerm and Ambiguous) until repaired; it votes,
+	// but its grants count only towards a unanimous election.
+	VerdictAmbiguous
 )
 
 func (v Verdict) String() string {
@@ -80,6 +92,8 @@ func (v Verdict) String() string {
 		return "TORN_TAIL"
 	case VerdictTruncated:
 		return "TRUNCATED"
+	case VerdictAmbiguous:
+		return "AMBIGUOUS"
 	}
 	return fmt.Sprintf("Verdict(%d)", v)
 }
@@ -171,7 +185,7 @@ func (t MessageType) isSpec() bool { return (t >= MsgVote && t <= MsgAppResp) ||
 // (Validate refuses any other field set non-zero):
 //
 //	MsgVote, MsgPreVote        Term, LastLogIndex, LastLogTerm, Transfer (MsgVote only)
-//	MsgVoteResp, MsgPreVoteResp Term, Granted
+//	MsgVoteResp, MsgPreVoteResp Term, Granted, Ambiguous (with Granted only)
 //	MsgApp                     Term, PrevLogIndex, PrevLogTerm, Entries, Commit, LeaderCommit, Round, Seq
 //	MsgAppResp                 Term, Success, MatchIndex, HintIndex, HintTerm (rejections), Round, Seq
 //	MsgAppRespPassive          as MsgAppResp
@@ -194,8 +208,11 @@ type Message struct {
 	// even while they hear from a leader.
 	Transfer bool
 
-	// MsgVoteResp, MsgPreVoteResp.
-	Granted bool
+	// MsgVoteResp, MsgPreVoteResp. Ambiguous (spec mambiguous): the grant
+	// of an AMBIGUOUS voter, which counts only towards a unanimous election
+	// (spec/power.go).
+	Granted   bool
+	Ambiguous bool
 
 	// MsgApp. Commit is spec mcommitIndex (the leader's commit index clamped
 	// to the last entry of the message); LeaderCommit is spec mleaderCommit
@@ -226,6 +243,9 @@ func (m Message) String() string {
 		}
 		return s
 	case MsgVoteResp, MsgPreVoteResp:
+		if m.Granted && m.Ambiguous {
+			return head + " granted ambiguous"
+		}
 		if m.Granted {
 			return head + " granted"
 		}

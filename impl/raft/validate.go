@@ -59,6 +59,9 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 		}
 	case MsgVoteResp, MsgPreVoteResp:
 		resp = true
+		if m.Ambiguous && !m.Granted {
+			return fmt.Errorf("a refusal marked ambiguous")
+		}
 	case MsgFirstBoot, MsgFirstBootResp:
 		resp = m.Type == MsgFirstBootResp
 		if m.Seq == 0 {
@@ -85,8 +88,8 @@ func validate(m *Message, self NodeID, voters []NodeID) error {
 	if !vote && (m.LastLogIndex != 0 || m.LastLogTerm != 0 || m.Transfer) {
 		return fmt.Errorf("vote fields set")
 	}
-	if !resp && m.Granted {
-		return fmt.Errorf("granted set")
+	if !resp && (m.Granted || m.Ambiguous) {
+		return fmt.Errorf("granted or ambiguous set")
 	}
 	if !app && !snap && (m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || m.LeaderCommit != 0) {
 		return fmt.Errorf("append fields set")
@@ -119,7 +122,7 @@ func validateRepair(m *Message) error {
 	switch {
 	case m.LastLogIndex > IndexMax || m.LastLogTerm > m.Term || (m.LastLogIndex == 0) != (m.LastLogTerm == 0):
 		return fmt.Errorf("tip %d/%d beyond term %d or the index range", m.LastLogTerm, m.LastLogIndex, m.Term)
-	case m.Transfer || m.Granted || m.Commit != 0 || m.LeaderCommit != 0 || m.Round != 0 || m.Seq != 0 ||
+	case m.Transfer || m.Granted || m.Ambiguous || m.Commit != 0 || m.LeaderCommit != 0 || m.Round != 0 || m.Seq != 0 ||
 		m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0:
 		return fmt.Errorf("fields of another message type set")
 	case m.Type == MsgRepair && (m.PrevLogIndex > IndexMax || m.PrevLogTerm != 0 || len(m.Entries) != 0):
@@ -138,7 +141,7 @@ func validateRepair(m *Message) error {
 func validateFirstBoot(m *Message) error {
 	if m.LastLogIndex != 0 || m.LastLogTerm != 0 || m.Transfer || m.PrevLogIndex != 0 || m.PrevLogTerm != 0 || m.LeaderCommit != 0 ||
 		len(m.Entries) != 0 || m.Commit != 0 || m.Success || m.MatchIndex != 0 || m.HintIndex != 0 || m.HintTerm != 0 ||
-		(m.Type == MsgFirstBoot && (m.Granted || m.Round != 0)) {
+		m.Ambiguous || (m.Type == MsgFirstBoot && (m.Granted || m.Round != 0)) {
 		return fmt.Errorf("fields set that a first boot's messages do not carry")
 	}
 	return nil

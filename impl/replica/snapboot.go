@@ -189,10 +189,10 @@ func (r *Replica) markTruncatedBoot() error {
 		return nil
 	}
 	hs := r.w.HardState()
-	if hs.TruncatedAtTerm == max(hs.Term, 1) {
+	if hs.TruncatedAtTerm == max(hs.Term, 1) && !hs.Ambiguous {
 		return nil
 	}
-	hs.TruncatedAtTerm = max(hs.Term, 1)
+	hs.TruncatedAtTerm, hs.Ambiguous = max(hs.Term, 1), false // TRUNCATED replaces an AMBIGUOUS mark
 	if err := r.w.SetHardState(hs); err != nil {
 		return fmt.Errorf("replica: boot: write the TRUNCATED mark: %w", err)
 	}

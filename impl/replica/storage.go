@@ -64,11 +64,11 @@ func walEntries(ents []raft.Entry) []wal.Entry {
 // hardStateToWAL and hardStateFromWAL convert between the core's hard
 // state and the WAL's, field for field (raft.HardState's doc).
 func hardStateToWAL(hs raft.HardState) wal.HardState {
-	return wal.HardState{Term: hs.Term, Vote: uint64(hs.Vote), Commit: hs.LearnedCommit, TruncatedAtTerm: hs.TruncatedAtTerm}
+	return wal.HardState{Term: hs.Term, Vote: uint64(hs.Vote), Commit: hs.LearnedCommit, TruncatedAtTerm: hs.TruncatedAtTerm, Ambiguous: hs.Ambiguous}
 }
 
 func hardStateFromWAL(hs wal.HardState) raft.HardState {
-	return raft.HardState{Term: hs.Term, Vote: raft.NodeID(hs.Vote), LearnedCommit: hs.Commit, TruncatedAtTerm: hs.TruncatedAtTerm}
+	return raft.HardState{Term: hs.Term, Vote: raft.NodeID(hs.Vote), LearnedCommit: hs.Commit, TruncatedAtTerm: hs.TruncatedAtTerm, Ambiguous: hs.Ambiguous}
 }
 
 // verdictFromWAL maps the WAL's log verdict to the core's.
@@ -78,6 +78,8 @@ func verdictFromWAL(v wal.Verdict) raft.Verdict {
 		return raft.VerdictTornTail
 	case wal.Truncated:
 		return raft.VerdictTruncated
+	case wal.Ambiguous:
+		return raft.VerdictAmbiguous
 	}
 	return raft.VerdictClean
 }

@@ -21,7 +21,14 @@ import (
 // serves again.
 func TestTruncatedBootsFenced(t *testing.T) {
 	logs := newLogCapture()
-	tc := newTestCluster(t, 3, func(c *Config) { c.Logger = logs.logger(c.ID) })
+	// The rule before marked votes (truncated-withholds-vote): with marked
+	// votes a TRUNCATED member is fenced only when behind the commit it
+	// learned (boot rows 3, 4), and whether node 3's learned commit was
+	// durable before the stop is a matter of timing (under -race it is
+	// often not: row 3b, ELIGIBLE). This test is about the fence's reports.
+	tc := newTestCluster(t, 3, func(c *Config) {
+		c.Logger, c.TestingCoreBugs = logs.logger(c.ID), raft.BugTruncatedWithholdsVote
+	})
 	lead := tc.leader()
 	for k := 0; k < 20; k++ {
 		if r := do(t, "PUT", tc.url(lead, "/v1/kv/k"), strings.Repeat("v", 200)); r.status != 200 {

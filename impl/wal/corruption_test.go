@@ -82,8 +82,10 @@ func TestCorruptionInDurablePrefixIsTruncated(t *testing.T) {
 	}
 }
 
-// The final seal holds no data: damage to it loses nothing and is reported as a torn
-// tail, with every record intact.
+// The final seal holds no data: damage to it loses nothing, every record is intact,
+// but it is reported AMBIGUOUS: its bytes cannot tell a damaged seal from a damaged
+// batch of records (the mark makes the member's vote count only towards a unanimous
+// election until it is repaired; spec PowerLoss's k = durableLen).
 func TestFinalSealDamage(t *testing.T) {
 	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
 	opts := manual(smallOptions())
@@ -93,15 +95,17 @@ func TestFinalSealDamage(t *testing.T) {
 	flipLive(t, fs, opts, -1, -1, inHeader)
 	w, rec := mustOpen(t, fs, opts)
 	defer w.Close()
-	if rec.Verdict != TornTail || rec.IndexLast != 5 {
-		t.Fatalf("recovery %+v", rec)
+	if rec.Verdict != Ambiguous || rec.IndexLast != 5 || !rec.HardState.Ambiguous || rec.HardState.TruncatedAtTerm == 0 {
+		t.Fatalf("recovery %+v, want AMBIGUOUS at 5 with the mark", rec)
 	}
 }
 
 // The ambiguous case: the last batch is damaged after its fdatasync and before anything
 // vouched for it (no later batch, no seal). Recovery cannot tell this from a torn
-// write and says TORN_TAIL, dropping the batch. docs/wal.md explains why and how seals
-// shrink the window.
+// write: it says AMBIGUOUS, drops the batch, and marks the hard state before the cut
+// is durable; a reopen finds a clean log and the mark still there (a crash after the
+// boot does not turn the verdict CLEAN). docs/wal.md explains why and how seals shrink
+// the window.
 func TestAmbiguousLastBatch(t *testing.T) {
 	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
 	opts := manual(smallOptions())
@@ -115,9 +119,26 @@ func TestAmbiguousLastBatch(t *testing.T) {
 	fs.Restart()
 	flipLive(t, fs, opts, -1, -1, inBody)
 	w, rec := mustOpen(t, fs, opts)
+	if rec.Verdict != Ambiguous || rec.IndexLast != 4 || rec.Case != "R6" {
+		t.Fatalf("recovery %+v, want AMBIGUOUS at 4 (R6)", rec)
+	}
+	if want := (HardState{TruncatedAtTerm: 1, Ambiguous: true}); rec.HardState != want || w.HardState() != want {
+		t.Fatalf("hard state %+v (durable %+v), want the mark %+v", rec.HardState, w.HardState(), want)
+	}
+	fs.Crash()
+	_ = w.Close()
+	fs.Restart()
+	w, rec = mustOpen(t, fs, opts)
 	defer w.Close()
-	if rec.Verdict != TornTail || rec.IndexLast != 4 || rec.Case != "R6" {
-		t.Fatalf("recovery %+v, want TORN_TAIL at 4 (R6)", rec)
+	if rec.Verdict != Clean || rec.IndexLast != 4 || !rec.HardState.Ambiguous || rec.HardState.TruncatedAtTerm != 1 {
+		t.Fatalf("reopen after a crash: %+v, want a CLEAN log at 4 and the AMBIGUOUS mark kept", rec)
+	}
+	// The core repairs the member: the mark goes, and stays gone.
+	if err := w.SetHardState(HardState{Term: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetHardState(HardState{Term: 2, Ambiguous: true}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("an ambiguous mark without its term: %v, want ErrInvalid", err)
 	}
 }
 
@@ -279,5 +300,38 @@ func corruptReadFailsWAL(t testing.TB, bugs walBug) {
 	defer w.Close()
 	if rec.Verdict != Truncated || rec.IndexLast >= 5 {
 		t.Fatalf("recovery after the restart: %s at %d (%s)", rec.Verdict, rec.IndexLast, rec.Reason)
+	}
+}
+
+// The AMBIGUOUS mark and the TRUNCATED one (markTruncated): an AMBIGUOUS
+// recovery of a member already marked TRUNCATED keeps the TRUNCATED mark
+// (spec PowerLoss keeps a TRUNCATED verdict), with the current term; a
+// TRUNCATED recovery replaces an AMBIGUOUS mark.
+func TestAmbiguousAndTruncatedMarks(t *testing.T) {
+	fs := vfs.NewMemFS(vfs.MemConfig{Seed: 1})
+	opts := manual(smallOptions())
+	w, _ := mustOpen(t, fs, opts)
+	if err := w.SetHardState(HardState{Term: 3, TruncatedAtTerm: 2}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, w, 8)
+	fs.Crash()
+	_ = w.Close()
+	fs.Restart()
+	flipLive(t, fs, opts, -1, -1, inBody)
+	w, rec := mustOpen(t, fs, opts)
+	if rec.Verdict != Ambiguous || rec.HardState != (HardState{Term: 3, TruncatedAtTerm: 3}) {
+		t.Fatalf("AMBIGUOUS over a TRUNCATED mark: %s, hard state %+v, want the TRUNCATED mark at term 3", rec.Verdict, rec.HardState)
+	}
+	if err := w.SetHardState(HardState{Term: 4, TruncatedAtTerm: 4, Ambiguous: true}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, w, 30)
+	_ = w.Close()
+	flipLive(t, fs, opts, 0, 1, inBody)
+	w, rec = mustOpen(t, fs, opts)
+	defer w.Close()
+	if rec.Verdict != Truncated || rec.HardState != (HardState{Term: 4, TruncatedAtTerm: 4}) {
+		t.Fatalf("TRUNCATED over an AMBIGUOUS mark: %s, hard state %+v, want the TRUNCATED mark", rec.Verdict, rec.HardState)
 	}
 }

@@ -245,8 +245,18 @@ func (m *model) check(t testing.TB, w *WAL, rec *Recovery, where string) {
 		t.Fatalf("%s: verdict %s (%s: %s), hard state %s (%s) on a disk with no corruption",
 			where, rec.Verdict, rec.Case, rec.Reason, rec.HardStateVerdict, rec.HardStateReason)
 	}
-	if rec.HardState != m.hsAcked && !slices.Contains(m.hsSubmitted, rec.HardState) {
+	// An AMBIGUOUS recovery (a torn last batch: R6) marks the hard state before its
+	// cut is durable; a crash after the mark leaves it for the next Open, whose log
+	// may be clean.
+	known := func(hs HardState) bool { return hs == m.hsAcked || slices.Contains(m.hsSubmitted, hs) }
+	marked := func(hs HardState) bool {
+		return hs.Ambiguous && hs.TruncatedAtTerm == max(hs.Term, 1) && known(HardState{Term: hs.Term, Vote: hs.Vote, Commit: hs.Commit})
+	}
+	if !known(rec.HardState) && !marked(rec.HardState) {
 		t.Fatalf("%s: hard state %+v, acknowledged %+v, submitted since %+v", where, rec.HardState, m.hsAcked, m.hsSubmitted)
+	}
+	if rec.Verdict == Ambiguous && !rec.HardState.Ambiguous {
+		t.Fatalf("%s: verdict AMBIGUOUS (%s) without the mark: hard state %+v", where, rec.Reason, rec.HardState)
 	}
 	first, last := w.FirstIndex(), w.LastIndex()
 	if last < m.durable && m.durable > m.base {

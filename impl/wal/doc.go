@@ -7,8 +7,8 @@
 // # Using it
 //
 // [Open] recovers what is on disk and returns a [Recovery] with a [Verdict]: [Clean],
-// [TornTail] or [Truncated]. Every write is a submission that returns at once and
-// takes the next ticket of one counter: [WAL.Append], [WAL.AppendRecords],
+// [Ambiguous] or [Truncated] ([TornTail] is the hard state's). Every write is a
+// submission that returns at once and takes the next ticket of one counter: [WAL.Append], [WAL.AppendRecords],
 // [WAL.TruncateSuffix], [WAL.Reset], [WAL.SubmitHardState], [WAL.SubmitCompact],
 // [WAL.SubmitSync]. [WAL.Progress] is one snapshot of what is durable: the durable
 // index and its term, Synced (every ticket up to it is durable) and the hard state;

@@ -49,7 +49,7 @@ func Example() {
 	// durable through 2
 	// 1/1 x=1
 	// 2/1 y=2
-	// reopen: CLEAN last index 2 hard state {1 2 0 0}
+	// reopen: CLEAN last index 2 hard state {1 2 0 0 false}
 }
 
 // A stepped WAL, as a simulator or a non-blocking runtime drives it: submit, keep the
@@ -88,7 +88,7 @@ func Example_stepped() {
 	// step: write
 	// step: sync
 	// step: publish
-	// durable through 1 at term 1, hard state {Term:1 Vote:2 Commit:0 TruncatedAtTerm:0}
+	// durable through 1 at term 1, hard state {Term:1 Vote:2 Commit:0 TruncatedAtTerm:0 Ambiguous:false}
 }
 
 // Verified shipping: a leader's stored record bytes go to a follower as they are;

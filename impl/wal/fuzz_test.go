@@ -239,7 +239,7 @@ func checkRecoveryProperties(t *testing.T, fs *vfs.MemFS) {
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	if rec.Verdict < Clean || rec.Verdict > Truncated || rec.IndexLast+1 < rec.IndexFirst {
+	if rec.Verdict < Clean || rec.Verdict > Ambiguous || rec.IndexLast+1 < rec.IndexFirst {
 		t.Fatalf("recovery %+v", rec)
 	}
 	var before []Entry
@@ -286,6 +286,9 @@ func FuzzHardState(f *testing.F) {
 	f.Add([]byte{1, 0, 0xff})
 	f.Add([]byte{1, 128, 0xff})
 	f.Add(append([]byte{1, 128}, bytes.Repeat([]byte{0}, 64)...))
+	// Both slots carry the AMBIGUOUS mark (flags bit 1, with its term).
+	marked := hardStateSlot{sequence: 2, state: HardState{Term: 3, Vote: 1, TruncatedAtTerm: 3, Ambiguous: true}}.encode()
+	f.Add(append(append(append([]byte{0}, marked...), make([]byte, hardStateSlotB-hardStateSlotBytes)...), marked...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || len(data) > 2*hardStateFileBytes {
 			return

@@ -14,11 +14,15 @@ import (
 // on it. The WAL stores it opaquely apart from the log, in its own file, so that damage
 // to log segments cannot take it along. TruncatedAtTerm is the protocol core's sticky
 // repair marker (the term in which recovery found a TRUNCATED log); the WAL only keeps it.
+// Ambiguous says that mark is an AMBIGUOUS one (a damaged last batch, Verdict
+// [Ambiguous]): Open sets both when its log verdict is AMBIGUOUS, the core clears both
+// when it repairs the member. Ambiguous without TruncatedAtTerm is refused.
 type HardState struct {
 	Term            uint64
 	Vote            uint64
 	Commit          uint64
 	TruncatedAtTerm uint64
+	Ambiguous       bool
 }
 
 // Hard-state file: two copies ("slots") at offsets 0 and 4096, so that one physical
@@ -35,7 +39,7 @@ type HardState struct {
 //	24     8    vote
 //	32     8    commit
 //	40     8    truncatedAtTerm
-//	48     4    flags            bit 0: lost (see H8); other bits zero
+//	48     4    flags            bit 0: lost (see H8); bit 1: ambiguous; other bits zero
 //	52     12   reserved         zero
 const (
 	hardStateName      = "hardstate"
@@ -54,7 +58,10 @@ type hardStateSlot struct {
 	lost bool
 }
 
-const hardStateFlagLost = 1
+const (
+	hardStateFlagLost      = 1
+	hardStateFlagAmbiguous = 2 // HardState.Ambiguous
+)
 
 func (s hardStateSlot) encode() []byte {
 	b := make([]byte, hardStateSlotBytes)
@@ -64,9 +71,14 @@ func (s hardStateSlot) encode() []byte {
 	le.PutUint64(b[24:], s.state.Vote)
 	le.PutUint64(b[32:], s.state.Commit)
 	le.PutUint64(b[40:], s.state.TruncatedAtTerm)
+	var flags uint32
 	if s.lost {
-		le.PutUint32(b[48:], hardStateFlagLost)
+		flags |= hardStateFlagLost
 	}
+	if s.state.Ambiguous {
+		flags |= hardStateFlagAmbiguous
+	}
+	le.PutUint32(b[48:], flags)
 	le.PutUint32(b[0:], checksum(b[4:]))
 	return b
 }
@@ -77,7 +89,8 @@ func decodeHardStateSlot(b []byte) (hardStateSlot, bool) {
 	}
 	b = b[:hardStateSlotBytes]
 	flags := le.Uint32(b[48:])
-	if le.Uint32(b[0:]) != checksum(b[4:]) || le.Uint32(b[4:]) != magicHardState || flags&^hardStateFlagLost != 0 ||
+	if le.Uint32(b[0:]) != checksum(b[4:]) || le.Uint32(b[4:]) != magicHardState || flags&^(hardStateFlagLost|hardStateFlagAmbiguous) != 0 ||
+		(flags&hardStateFlagAmbiguous != 0 && le.Uint64(b[40:]) == 0) ||
 		!isZero(b[52:]) || le.Uint64(b[8:]) == 0 {
 		return hardStateSlot{}, false
 	}
@@ -88,6 +101,7 @@ func decodeHardStateSlot(b []byte) (hardStateSlot, bool) {
 			Vote:            le.Uint64(b[24:]),
 			Commit:          le.Uint64(b[32:]),
 			TruncatedAtTerm: le.Uint64(b[40:]),
+			Ambiguous:       flags&hardStateFlagAmbiguous != 0,
 		},
 		lost: flags&hardStateFlagLost != 0,
 	}, true
@@ -282,9 +296,12 @@ func (h *hardStateFile) sync() error {
 	return nil
 }
 
-// validateHardState refuses a term going backwards and a vote changed within a term:
-// both would let this node vote twice.
+// validateHardState refuses a term going backwards and a vote changed within a term
+// (both would let this node vote twice), and an ambiguous mark without its term.
 func validateHardState(prev, next HardState) error {
+	if next.Ambiguous && next.TruncatedAtTerm == 0 {
+		return fmt.Errorf("%w: hard state marked ambiguous without a mark term (TruncatedAtTerm)", ErrInvalid)
+	}
 	if next.Term < prev.Term {
 		return fmt.Errorf("%w: hard state term %d below current term %d", ErrInvalid, next.Term, prev.Term)
 	}

@@ -311,18 +311,24 @@ func TestTruncatedMarkWriteFailureFailsOpen(t *testing.T) {
 	}
 }
 
-// A slot verifies only with its magic, known flags, zero reserved bytes and a
-// positive sequence, each checked under a checksum that verifies.
+// A slot verifies only with its magic, known flags (the ambiguous one only with its
+// mark term), zero reserved bytes and a positive sequence, each checked under a
+// checksum that verifies.
 func TestHardStateSlotFields(t *testing.T) {
 	good := hardStateSlot{sequence: 3, state: HardState{Term: 2, Vote: 1, Commit: 4}, lost: true}
 	if s, ok := decodeHardStateSlot(good.encode()); !ok || s != good {
 		t.Fatalf("round trip: %+v %v", s, ok)
 	}
+	marked := hardStateSlot{sequence: 4, state: HardState{Term: 2, Vote: 1, Commit: 4, TruncatedAtTerm: 2, Ambiguous: true}}
+	if s, ok := decodeHardStateSlot(marked.encode()); !ok || s != marked {
+		t.Fatalf("round trip of the AMBIGUOUS mark: %+v %v", s, ok)
+	}
 	for name, edit := range map[string]func(b []byte){
-		"magic":         func(b []byte) { b[4] ^= 1 },
-		"unknown flag":  func(b []byte) { b[48] |= 2 },
-		"reserved byte": func(b []byte) { b[hardStateSlotBytes-1] = 1 },
-		"sequence zero": func(b []byte) { clear(b[8:16]) },
+		"magic":                      func(b []byte) { b[4] ^= 1 },
+		"unknown flag":               func(b []byte) { b[48] |= 4 },
+		"ambiguous without its term": func(b []byte) { b[48] |= 2 },
+		"reserved byte":              func(b []byte) { b[hardStateSlotBytes-1] = 1 },
+		"sequence zero":              func(b []byte) { clear(b[8:16]) },
 	} {
 		b := good.encode()
 		edit(b)

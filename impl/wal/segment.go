@@ -61,7 +61,7 @@ type segment struct {
 	// dirty: written since the last fdatasync.
 	dirty bool
 	// unvouched: the last batch written holds records and no later batch, seal or
-	// segment vouches for it on disk (see Verdict TornTail).
+	// segment vouches for it on disk (see Verdict Ambiguous).
 	unvouched bool
 	// prepared: the preparer was asked for the next segment's file (once this one is
 	// half full, so that its zero fill spreads over the segment's life).

@@ -7,16 +7,25 @@ type Verdict uint8
 const (
 	// Clean: the log ends at a clean batch boundary. An empty first-boot log is Clean.
 	Clean Verdict = iota + 1
-	// TornTail: the last batch is incomplete and nothing on disk shows it was ever
-	// fdatasync'd, so it was never reported durable: it is dropped. This includes the
-	// one ambiguous case (docs/wal.md): a last batch damaged at rest after its fdatasync,
-	// before anything vouched for it.
+	// TornTail: the hard state's verdict when one copy was torn or damaged and the
+	// other holds the last acknowledged state (rows H4, H5): nothing is lost. The log
+	// no longer gets it: its incomplete last batch is [Ambiguous].
 	TornTail
 	// Truncated: a checksum, chain or framing break inside what was durable, or with
 	// valid data behind it. The log is cut at the last intact record; what follows is
 	// quarantined, never served. The node must not count itself as holding anything past
 	// the cut (seed 000: fence and catch up).
 	Truncated
+	// Ambiguous: the last batch fails verification and nothing vouches for it (row
+	// R6, docs/wal.md "The ambiguous case"): either a write torn by a power cut before
+	// its fdatasync returned (nothing durable lost) or a batch fdatasync'd, possibly
+	// acknowledged, and damaged at rest before anything vouched for it. The bytes
+	// cannot tell them apart. The log is cut before the batch, as for a torn write,
+	// and Open marks the hard state AMBIGUOUS (HardState.Ambiguous, with
+	// TruncatedAtTerm) before the cut is durable, so that a reopen, which finds a
+	// clean log, still says what the boot found; the protocol core clears the mark
+	// when it repairs the member (spec/power.go).
+	Ambiguous
 )
 
 func (v Verdict) String() string {
@@ -27,6 +36,8 @@ func (v Verdict) String() string {
 		return "TORN_TAIL"
 	case Truncated:
 		return "TRUNCATED"
+	case Ambiguous:
+		return "AMBIGUOUS"
 	}
 	return "VERDICT_INVALID"
 }

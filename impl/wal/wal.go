@@ -199,7 +199,7 @@ func (w *WAL) Stats() Stats {
 }
 
 // Open recovers the log in dir (creating it if empty) and starts the flusher. The
-// Recovery says what was found; a TRUNCATED or TORN_TAIL log still opens, cut at its
+// Recovery says what was found; a TRUNCATED or AMBIGUOUS log still opens, cut at its
 // last intact record. An error means I/O failed, not that the log is damaged.
 func Open(fsys vfs.FS, dir string, opts Options) (*WAL, *Recovery, error) {
 	opts = opts.withDefaults()
@@ -368,21 +368,24 @@ func (w *WAL) recoverAll(disk []*diskSegment) (*Recovery, error) {
 	return rec, nil
 }
 
-// markTruncated writes the protocol core's TRUNCATED mark (TruncatedAtTerm: the
-// current term, at least 1, as raft.NewNode sets it) into the hard state, durably,
-// when the log's verdict is TRUNCATED and the mark is not there yet. It runs before
-// the cut is made durable (releaseRecovered, prepareTail): were the cut durable first,
-// a crash before the core's first Ready was persisted would leave a cut log that the
-// next Open calls CLEAN, and the member would vote again on a log that lost entries
-// it may have acknowledged (the boot window, spec -bug mark-after-cut).
+// markTruncated writes the protocol core's mark (TruncatedAtTerm: the current term, at
+// least 1, as raft.NewNode sets it) into the hard state, durably, when the log's
+// verdict is TRUNCATED or AMBIGUOUS and that mark is not there yet. It runs before the
+// cut is made durable (releaseRecovered, prepareTail): were the cut durable first, a
+// crash before the core's first Ready was persisted would leave a cut log that the
+// next Open calls CLEAN, and the member would vote again on a log that lost entries it
+// may have acknowledged (the boot window, spec -bug mark-after-cut). An AMBIGUOUS mark
+// (HardState.Ambiguous) goes only where no TRUNCATED one is, which is stronger (spec
+// PowerLoss keeps a TRUNCATED verdict); a TRUNCATED verdict replaces an AMBIGUOUS mark.
 func markTruncated(hs *hardStateFile, v Verdict) error {
 	mark := hs.last.state
-	if v != Truncated || mark.TruncatedAtTerm == max(mark.Term, 1) {
+	ambiguous := v == Ambiguous && (mark.TruncatedAtTerm == 0 || mark.Ambiguous)
+	if (v != Truncated && v != Ambiguous) || (mark.TruncatedAtTerm == max(mark.Term, 1) && mark.Ambiguous == ambiguous) {
 		return nil
 	}
-	mark.TruncatedAtTerm = max(mark.Term, 1)
+	mark.TruncatedAtTerm, mark.Ambiguous = max(mark.Term, 1), ambiguous
 	if err := hs.store(mark, hs.last.lost); err != nil {
-		return fmt.Errorf("wal: write the TRUNCATED mark: %w", err)
+		return fmt.Errorf("wal: write the %v mark: %w", v, err)
 	}
 	return nil
 }
@@ -442,7 +445,7 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 			return err
 		}
 	}
-	if !rl.last.lastBatchRecords && rl.rec.Verdict != TornTail {
+	if !rl.last.lastBatchRecords && rl.rec.Verdict != Ambiguous {
 		return nil // the last batch is a seal, or there is none: nothing unvouched
 	}
 	// Seal: vouch for the last batch, and overwrite the torn slot (the seal write also
@@ -451,7 +454,7 @@ func (w *WAL) prepareTail(rl *recoveredLog) error {
 	if err := w.seal(); err != nil {
 		return err
 	}
-	if rl.rec.Verdict == TornTail {
+	if rl.rec.Verdict == Ambiguous {
 		markTornTailRepaired.Hit()
 	}
 	return w.syncSegment(w.active)
@@ -471,7 +474,9 @@ func (w *WAL) logRecovery(rec *Recovery) {
 	switch {
 	case rec.Verdict == Truncated || rec.HardStateVerdict == Truncated:
 		w.log.Error("wal: RECOVERY TRUNCATED: the log or hard state lost durable data; do not count this node as holding anything past index_last until it has caught up", attrs...)
-	case rec.Verdict == TornTail || rec.HardStateVerdict == TornTail:
+	case rec.Verdict == Ambiguous:
+		w.log.Warn("wal: RECOVERY AMBIGUOUS: the last batch fails verification and nothing vouches for it (torn before its fdatasync, or synced and damaged at rest); the log is cut before it and the hard state marked AMBIGUOUS until the protocol repairs the member", attrs...)
+	case rec.HardStateVerdict == TornTail:
 		w.log.Warn("wal: recovery dropped an incomplete tail", attrs...)
 	default:
 		w.log.Info("wal: recovery clean", attrs...)

@@ -74,6 +74,9 @@ type Options struct {
 	// BadCommits is how many messages CorruptLeaderCommit may change: the
 	// spec's budget in the trace's config.
 	BadCommits int
+	// PowerLosses is how many PowerLoss boots the run may take (the trace's
+	// budget; rafttest's power-loss).
+	PowerLosses int
 	// Membership: configurations are log entries (ChangeConfig) and the
 	// trace says so; nodes 1..InitVoters are the initial voters (0: all),
 	// the others start outside the cluster (raft.Config.Joining) until a
@@ -124,6 +127,7 @@ type Cluster struct {
 	ChangeKinds   map[raft.ConfChangeKind]int
 	crashes       int
 	corrupts      int
+	powerLosses   int
 }
 
 // NewCluster starts n fresh nodes.
@@ -137,7 +141,7 @@ func NewCluster(o Options) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, &SimNode{ID: raft.NodeID(id), WAL: &SimWAL{Log: raft.NewMemoryStorage()}})
 	}
 	if o.Trace {
-		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs, BadCommits: o.BadCommits, Repair: o.PeerRepair,
+		tc, err := raft.TraceConfig(raft.TraceParams{Voters: c.voters(), Names: o.TraceNames, Bugs: o.Bugs, BadCommits: o.BadCommits, PowerLosses: o.PowerLosses, Repair: o.PeerRepair,
 			Membership: o.Membership, InitVoters: o.InitVoters})
 		if err != nil {
 			return nil, err

@@ -147,6 +147,10 @@ func (e *Env) Handle(line string) (string, error) {
 		// Example: corrupt 3 cut=1   (corrupt 3 cut=1 crash-at-boot: a power loss before
 		// the boot's first Ready is persisted, then a boot: the boot window)
 		err = e.handleCorrupt(c)
+	case "power-loss":
+		// Example: power-loss 2 cut=1   (a reboot after a power cut whose WAL finds the
+		// last batch damaged: AMBIGUOUS, the log cut at cut; needs cluster powerlosses=N)
+		err = e.handlePowerLoss(c)
 	case "lose-hardstate":
 		// Example: lose-hardstate 3 copy=older   (copy=zero: nothing verifies; unmarked: the
 		// driver does not tell the core, for what the mark prevents)
@@ -224,6 +228,9 @@ func (e *Env) handleCluster(c Cmd) error {
 		return err
 	}
 	if o.BadCommits, err = c.intKV("badcommits", 0); err != nil {
+		return err
+	}
+	if o.PowerLosses, err = c.intKV("powerlosses", 0); err != nil {
 		return err
 	}
 	if o.InitVoters, err = c.intKV("voters", 0); err != nil {
@@ -410,6 +417,21 @@ func (e *Env) handleCorrupt(c Cmd) error {
 	}
 	if err := corrupt(id, uint64(cut)); err != nil {
 		e.C.logf("corrupt n%d: %v", id, err)
+	}
+	return nil
+}
+
+func (e *Env) handlePowerLoss(c Cmd) error {
+	id, err := e.id(c, 0)
+	if err != nil {
+		return err
+	}
+	cut, err := c.intKV("cut", 0)
+	if err != nil {
+		return err
+	}
+	if err := e.C.PowerLoss(id, uint64(cut)); err != nil {
+		e.C.logf("power-loss n%d: %v", id, err)
 	}
 	return nil
 }

@@ -279,6 +279,55 @@ func (c *Cluster) corrupt(id raft.NodeID, cut uint64, crashAtBoot bool) error {
 	return c.start(sn, raft.VerdictClean)
 }
 
+// PowerLoss crashes id and boots it with the WAL's AMBIGUOUS verdict (a
+// power cut after which the last batch fails verification, nothing vouching
+// for it: impl/wal row R6), the log cut at cut. A cut at the durable index
+// is a torn unsynced tail; below it, the last synced batch was damaged at
+// rest, which the run allows only while fewer than a quorum of the members
+// are damaged or TRUNCATED (spec PowerLoss's budget). The WAL writes the
+// mark before the cut (AMBIGUOUS, unless a TRUNCATED mark is there); with
+// raft.BugAmbiguousTailClean it writes none (the WAL's TORN_TAIL before
+// issue 10 item 2).
+func (c *Cluster) PowerLoss(id raft.NodeID, cut uint64) error {
+	sn := c.Node(id)
+	if sn == nil {
+		return fmt.Errorf("no n%d", id)
+	}
+	durable := sn.stopDurable
+	if sn.Node != nil {
+		durable = sn.Node.Status().Durable
+	}
+	if cut > durable {
+		return fmt.Errorf("cut %d beyond n%d's durable log %d", cut, id, durable)
+	}
+	if c.powerLosses >= c.Opts.PowerLosses {
+		return errors.New("power-loss budget of the run (cluster powerlosses=N) spent")
+	}
+	if cut < durable {
+		hurt := 1
+		for _, o := range c.Nodes {
+			if o != sn && (o.WAL.HS.TruncatedAtTerm != 0 || o.WAL.HSLost) { // a damaged member is marked until repaired
+				hurt++
+			}
+		}
+		if hurt*2 > len(c.Nodes) {
+			return errors.New("a quorum would be damaged or TRUNCATED")
+		}
+	}
+	c.powerLosses++
+	sn.Node = nil
+	w := sn.WAL
+	w.Log.Prefix(cut)
+	w.Durable, w.Failed, w.Stale = cut, false, nil
+	if c.Opts.Bugs&raft.BugAmbiguousTailClean == 0 {
+		w.PrevHS = w.HS
+		w.HS.Ambiguous = w.HS.TruncatedAtTerm == 0 || w.HS.Ambiguous
+		w.HS.TruncatedAtTerm = max(w.HS.Term, 1)
+	}
+	c.logf("n%d lost power, recovers %d entries (AMBIGUOUS)", id, cut)
+	return c.start(sn, raft.VerdictAmbiguous)
+}
+
 // HardStateCopy is what a WAL that lost its hard state gives back.
 type HardStateCopy uint8
 
@@ -313,7 +362,8 @@ func (c *Cluster) LoseHardState(id raft.NodeID, cp HardStateCopy, unmarked bool)
 	}
 	w.PrevHS, w.HSLost = w.HS, !unmarked
 	c.HardStateLosses++
-	c.logf("n%d lost its hard state: recovers %+v", id, w.HS)
+	c.logf("n%d lost its hard state: recovers {Term:%d Vote:%d LearnedCommit:%d TruncatedAtTerm:%d}", id,
+		w.HS.Term, w.HS.Vote, w.HS.LearnedCommit, w.HS.TruncatedAtTerm)
 	if c.crashes >= 200 {
 		return errors.New("crash budget of the trace spent")
 	}
