@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"fmt"
+
 	"github.com/durableraft/durableraft/impl/raft"
 	"github.com/durableraft/durableraft/impl/wal/vfs"
 )
@@ -32,6 +34,7 @@ type receiver struct {
 	f          vfs.File
 	name       string
 	verifying  bool
+	idle       int // ticks since its last chunk (tickSnapshots)
 }
 
 func (rv *receiver) close() {
@@ -98,6 +101,15 @@ func (r *Replica) recvChunk(m *Message) {
 		if rv.verifying || s.installName != "" {
 			return // busy with the last one: the sender resends later
 		}
+		// Two peers answering a repair request both stream (repair.go): a
+		// transfer in progress from another sender in the same term keeps
+		// on until it stalls, else each one's chunk would restart the other
+		// for ever. A newer term's sender (a new leader) takes over.
+		if rv.key.from != key.from && m.Term <= rv.leaderTerm && rv.idle < 2*s.opts.ResendTicks {
+			s.stats.ChunksRefused++
+			r.snapReply(m, SnapChunk{Kind: ChunkRefuse, Reason: fmt.Sprintf("busy receiving a snapshot from %d", rv.key.from)})
+			return
+		}
 		r.dropReceiver()
 	}
 	if s.recv == nil && !r.newReceiver(m, key) {
@@ -114,6 +126,7 @@ func (r *Replica) recvChunk(m *Message) {
 		rv.commit = max(rv.commit, m.LeaderCommit)
 	}
 	s.stats.ChunksReceived++
+	rv.idle = 0
 	end := c.Offset + uint64(len(c.Data))
 	switch {
 	case rv.verifying:

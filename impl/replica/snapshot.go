@@ -335,6 +335,9 @@ func (r *Replica) tickSnapshots() {
 	for _, to := range slices.Sorted(mapKeys(s.senders)) {
 		r.tickSender(s.senders[to])
 	}
+	if s.recv != nil {
+		s.recv.idle++
+	}
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
