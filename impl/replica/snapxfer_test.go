@@ -249,3 +249,39 @@ func TestSnapshotCrashPoints(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoSendersDoNotRestartEachOther: two peers answering a repair
+// request both stream a snapshot to the member. A chunk of the second,
+// in the same term, is refused while the first transfer makes progress
+// (each used to restart the other: the member never finished one); once
+// the first stalls, the second takes over.
+func TestTwoSendersDoNotRestartEachOther(t *testing.T) {
+	opts := xferOpts()
+	c, f := behind(t, opts)
+	c.restart(f)
+	data := 0
+	c.drop = func(m *Message) bool {
+		if m.Chunk != nil && m.Chunk.Kind == ChunkData && m.To == 3 {
+			data++
+			return data > 6
+		}
+		return false
+	}
+	c.tick(3)
+	rv := f.r.snaps.recv
+	if rv == nil || rv.have == 0 {
+		t.Fatal("setup: no transfer in progress")
+	}
+	first, refused := rv.key, f.r.snaps.stats.ChunksRefused
+	other := snapMessage(2, 3, rv.leaderTerm, rv.key.index+1, rv.key.term, SnapChunk{Kind: ChunkData, Size: rv.size + 7, Data: []byte("x")})
+	f.r.recvChunk(&other)
+	if got := f.r.snaps.recv; got == nil || got.key != first || f.r.snaps.stats.ChunksRefused != refused+1 {
+		t.Fatalf("another sender's chunk in the same term: receiver %+v, refused %d (was %d); want the first transfer kept, the chunk refused",
+			got, f.r.snaps.stats.ChunksRefused, refused)
+	}
+	f.r.snaps.recv.idle = 2 * opts.ResendTicks // the first one stalled
+	f.r.recvChunk(&other)
+	if got := f.r.snaps.recv; got == nil || got.key.from != 2 {
+		t.Fatalf("after the first transfer stalled: receiver %+v, want the second sender's", got)
+	}
+}
