@@ -63,10 +63,7 @@ func branchSuffix(b string) string {
 
 // repairMutations alter a repair step of a trace the spec accepts; each
 // result must be rejected at the altered event.
-var repairMutations = []struct {
-	name, what string
-	mutate     func(es []trace.Event) int // the event altered (its index), or -1
-}{
+var repairMutations = []traceMutation{
 	{"released-early", "the first count that does not release logs the member CLEAN (repair-votes-early)", func(es []trace.Event) int {
 		return pickFirst(es, func(e *trace.Event) bool {
 			return isCount(e) && e.State.Verdict == "TRUNCATED"
@@ -132,7 +129,21 @@ func TestRepairTraceMutations(t *testing.T) {
 	if n, err := spec.CheckTraceReader(bytes.NewReader(b)); err != nil {
 		t.Fatalf("the encoded trace is rejected after %d events: %v", n, err)
 	}
-	for _, mu := range repairMutations {
+	checkMutations(t, b, repairMutations)
+}
+
+// traceMutation alters a trace the spec accepts; the result must be
+// rejected at the altered event.
+type traceMutation struct {
+	name, what string
+	mutate     func(es []trace.Event) int // the event altered (its index), or -1
+}
+
+// checkMutations applies each mutation to the encoded trace b (decoded
+// afresh for each) and checks the spec rejects the result as a mismatch
+// at the altered event.
+func checkMutations(t *testing.T, b []byte, mus []traceMutation) {
+	for _, mu := range mus {
 		t.Run(mu.name, func(t *testing.T) {
 			es, err := trace.Decode(bytes.NewReader(b))
 			if err != nil {

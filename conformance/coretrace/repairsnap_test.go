@@ -2,7 +2,6 @@ package coretrace
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -336,10 +335,7 @@ func TestRepairBySnapshotTrace(t *testing.T) {
 
 // repairSnapMutations alter the repair by snapshot in the trace; each
 // result must be rejected at the altered event.
-var repairSnapMutations = []struct {
-	name, what string
-	mutate     func(es []trace.Event) int
-}{
+var repairSnapMutations = []traceMutation{
 	{"beyond-commit", "a peer answers with a snapshot beyond its commit index", func(es []trace.Event) int {
 		return pickFirst(es, func(e *trace.Event) bool { return e.Action == "SendRepairSnapshot" },
 			func(e *trace.Event) { *e.Cut = e.State.CommitIndex + 1 })
@@ -379,26 +375,5 @@ var repairSnapMutations = []struct {
 func TestRepairBySnapshotTraceMutations(t *testing.T) {
 	h := repairBySnapshotRun(t)
 	b := encodeEvents(t, h.events)
-	for _, mu := range repairSnapMutations {
-		t.Run(mu.name, func(t *testing.T) {
-			es, err := trace.Decode(bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			k := mu.mutate(es)
-			if k < 0 {
-				t.Fatalf("nothing to mutate (%s)", mu.what)
-			}
-			err = spec.CheckTrace(es)
-			var mm *spec.TraceMismatch
-			switch {
-			case err == nil:
-				t.Fatalf("a trace where %s is accepted", mu.what)
-			case !errors.As(err, &mm):
-				t.Fatalf("rejected, but not as a mismatch: %v", err)
-			case mm.Seq != es[k].Seq:
-				t.Fatalf("rejected at event %d, not at the altered event %d: %v", mm.Seq, es[k].Seq, err)
-			}
-		})
-	}
+	checkMutations(t, b, repairSnapMutations)
 }
